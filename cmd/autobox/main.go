@@ -1,0 +1,97 @@
+// Command autobox is one binary with several roles: the MCP stdio server (no
+// arguments), a command line for scripts, and its own internal workers
+// (`autobox worker js`, `autobox worker exec`). main decides the role before anything
+// else; worker roles never return.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/supervisor"
+	"github.com/autobox-dev/autobox/worker"
+)
+
+func init() {
+	// A worker restricts the thread it runs on and then execs or forks from it; the
+	// main goroutine must own the main thread from the start so no other goroutine
+	// ever runs on a restricted thread.
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		runtime.LockOSThread()
+	}
+}
+
+const usage = `autobox: a sandboxed place for AI agents to run code and shell commands.
+
+Usage:
+  autobox                 serve MCP on stdin/stdout (what MCP clients run)
+  autobox serve [flags]   the same, with flags
+  autobox version         print the version
+  autobox help            this text
+
+Serve flags:
+  --pool N                warm JS workers kept ready (default 2)
+  --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
+
+Diagnostics go to stderr; stdout carries only the MCP protocol.
+`
+
+func main() {
+	args := os.Args[1:]
+	if len(args) >= 2 && args[0] == "worker" {
+		switch args[1] {
+		case "js":
+			worker.Main(args[2:])
+		case "exec":
+			jail.LauncherMain()
+		}
+		fmt.Fprintf(os.Stderr, "autobox worker: unknown role %q\n", args[1])
+		os.Exit(2)
+	}
+	if len(args) == 0 {
+		os.Exit(serve(nil))
+	}
+	switch args[0] {
+	case "serve":
+		os.Exit(serve(args[1:]))
+	case "version", "--version":
+		fmt.Println("autobox", supervisor.Version)
+	case "help", "--help", "-h":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "autobox: unknown command %q\n\n%s", args[0], usage)
+		os.Exit(2)
+	}
+}
+
+func serve(args []string) int {
+	opts, err := parseServeFlags(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "autobox serve: %v\n\n%s", err, usage)
+		return 2
+	}
+	opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := supervisor.New(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = s.Serve(ctx, &mcp.StdioTransport{})
+	if err != nil && err != io.EOF && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,30 @@
+// Package policy is the permission model that every enforcement mechanism shares:
+// the mounts a call declares, the limits it asks for, and the filesystem and network
+// rules those become for an OS sandbox. It imports nothing from autobox, so the Linux
+// (jail) and macOS (seatbelt) enforcers, the supervisor and the store can all use it.
+package policy
+
+// Sandbox is what an OS sandbox must enforce for one sandboxed process tree.
+// Paths are absolute, clean and canonical (symlinks resolved) before they get here;
+// enforcers never resolve them again.
+//
+// The model is an allowlist: anything not listed is denied.
+type Sandbox struct {
+	// ReadOnly paths may be read and executed (files below directories included).
+	ReadOnly []string
+	// ReadWrite paths may be read, executed, written, created and removed.
+	ReadWrite []string
+	// DenyWrite paths must stay unwritable even if a broader rule would allow
+	// writing (for example the source directory of a mounted workspace).
+	// Landlock cannot subtract, so the caller must not build a policy where a
+	// ReadWrite path contains a DenyWrite path; Validate rejects that.
+	DenyWrite []string
+	// Devices are character devices opened read-write (/dev/null and friends).
+	Devices []string
+	// AllowNetwork permits sockets of every family; when false only AF_UNIX
+	// sockets may be created and TCP bind/connect is denied.
+	AllowNetwork bool
+	// AllowExec permits executing programs (readable paths only). The JS worker
+	// runs with AllowExec false after its one re-exec.
+	AllowExec bool
+}

@@ -1,0 +1,135 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Fetch limits: responses larger than this fail the fetch; every fetch ends by the
+// call's deadline or fetchMaxTime, whichever is first.
+const (
+	fetchMaxBody      = 10 << 20
+	fetchMaxTime      = 30 * time.Second
+	fetchMaxRedirects = 10
+	fetchMaxReqBody   = 10 << 20
+)
+
+type fetcher interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+type fetchArgs struct {
+	URL  string `json:"url"`
+	Init struct {
+		Method  string            `json:"method"`
+		Headers map[string]string `json:"headers"`
+		Body    *string           `json:"body"`
+	} `json:"init"`
+}
+
+type fetchResult struct {
+	Status     int               `json:"status"`
+	StatusText string            `json:"statusText"`
+	URL        string            `json:"url"`
+	Redirected bool              `json:"redirected"`
+	Headers    map[string]string `json:"headers"`
+	Body       string            `json:"body"`
+}
+
+// checkFetchURL allows http and https only.
+func checkFetchURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("fetch: only http and https URLs are allowed, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return errors.New("fetch: URL has no host")
+	}
+	return nil
+}
+
+var sharedFetchClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:               nil, // the server's proxy settings are not the sandbox's
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     30 * time.Second,
+	},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= fetchMaxRedirects {
+			return fmt.Errorf("fetch: more than %d redirects", fetchMaxRedirects)
+		}
+		return checkFetchURL(req.URL) // every hop is checked again
+	},
+}
+
+func (b *bridge) fetch(ctx context.Context, raw json.RawMessage) (*fetchResult, error) {
+	var a fetchArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, errors.New("fetch: bad arguments")
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: invalid URL: %v", err)
+	}
+	if err := checkFetchURL(u); err != nil {
+		return nil, err
+	}
+	method := strings.ToUpper(a.Init.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	var body io.Reader
+	if a.Init.Body != nil {
+		if len(*a.Init.Body) > fetchMaxReqBody {
+			return nil, fmt.Errorf("fetch: request body over %d bytes", fetchMaxReqBody)
+		}
+		body = strings.NewReader(*a.Init.Body)
+	}
+	deadline := b.deadline
+	if d := time.Now().Add(fetchMaxTime); d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %v", err)
+	}
+	for k, v := range a.Init.Headers {
+		req.Header.Set(k, v)
+	}
+	client := b.fetchClient
+	if client == nil {
+		client = sharedFetchClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("fetch: %s: timed out", u.Redacted())
+		}
+		return nil, fmt.Errorf("fetch: %v", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, fetchMaxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetch: reading body: %v", err)
+	}
+	if len(data) > fetchMaxBody {
+		return nil, fmt.Errorf("fetch: response body over %d bytes", fetchMaxBody)
+	}
+	h := make(map[string]string, len(resp.Header))
+	for k, v := range resp.Header {
+		h[strings.ToLower(k)] = strings.Join(v, ", ")
+	}
+	final := resp.Request.URL.String()
+	return &fetchResult{
+		Status: resp.StatusCode, StatusText: strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode))),
+		URL: final, Redirected: final != u.String(), Headers: h, Body: string(data),
+	}, nil
+}

@@ -1,0 +1,207 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/worker/proto"
+)
+
+// MaxCodeBytes bounds the `code` argument of execute_js.
+const MaxCodeBytes = 1 << 20
+
+// killGrace is how long past its time limit a worker may take to answer before the
+// supervisor kills it.
+const killGrace = 500 * time.Millisecond
+
+// JSInput is the execute_js argument object.
+type JSInput struct {
+	Code          string              `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok) or statements with return; await is allowed"`
+	TimeoutMs     *int                `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 800, max 10000)"`
+	MemoryMb      *int                `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB (default 32, 8-512)"`
+	AllowNetwork  bool                `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s)"`
+	Mounts        []policy.MountSpec  `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId} for host.readFile/writeFile/listDir"`
+	MaxReadBytes  *int64              `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge (default 1000000, max 50000000)"`
+	MaxWriteBytes *int64              `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge (default 1000000, max 50000000)"`
+}
+
+// JSOutput is the execute_js result.
+type JSOutput struct {
+	OK         bool     `json:"ok"`
+	Result     any      `json:"result"`
+	Error      *string  `json:"error"`
+	Logs       []string `json:"logs"`
+	DurationMs float64  `json:"durationMs"`
+	ReadBytes  int64    `json:"readBytes"`
+	WriteBytes int64    `json:"writeBytes"`
+}
+
+// jsCall is a validated execute_js call.
+type jsCall struct {
+	run      proto.Run
+	mounts   []policy.Mount
+	maxRead  int64
+	maxWrite int64
+}
+
+func intArg(name string, v *int, def, lo, hi int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < lo || *v > hi {
+		return 0, fmt.Errorf("%w: %s must be between %d and %d, got %d", policy.ErrInvalid, name, lo, hi, *v)
+	}
+	return *v, nil
+}
+
+func bytesArg(name string, v *int64) (int64, error) {
+	if v == nil {
+		return policy.DefaultMaxBridgeBytes, nil
+	}
+	if *v < 0 || *v > policy.MaxBridgeBytes {
+		return 0, fmt.Errorf("%w: %s must be between 0 and %d, got %d", policy.ErrInvalid, name, policy.MaxBridgeBytes, *v)
+	}
+	return *v, nil
+}
+
+func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
+	c := &jsCall{}
+	var err error
+	if in.Code == "" {
+		return nil, fmt.Errorf("%w: code is required", policy.ErrInvalid)
+	}
+	if len(in.Code) > MaxCodeBytes {
+		return nil, fmt.Errorf("%w: code is %d bytes, at most %d allowed", policy.ErrInvalid, len(in.Code), MaxCodeBytes)
+	}
+	c.run.Code = in.Code
+	if c.run.TimeoutMs, err = intArg("timeoutMs", in.TimeoutMs, policy.JSDefaultTimeoutMs, 1, policy.JSMaxTimeoutMs); err != nil {
+		return nil, err
+	}
+	if c.run.MemoryMb, err = intArg("memoryMb", in.MemoryMb, policy.JSDefaultMemoryMb, policy.JSMinMemoryMb, policy.JSMaxMemoryMb); err != nil {
+		return nil, err
+	}
+	if c.maxRead, err = bytesArg("maxReadBytes", in.MaxReadBytes); err != nil {
+		return nil, err
+	}
+	if c.maxWrite, err = bytesArg("maxWriteBytes", in.MaxWriteBytes); err != nil {
+		return nil, err
+	}
+	c.run.AllowNetwork = in.AllowNetwork
+	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ExecuteJS runs one execute_js call. It is the one code path behind the MCP tool,
+// the command line and batch runs. Safe for concurrent use.
+func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) {
+	start := time.Now()
+	c, err := s.validateJS(in)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lockWorkspaces(ctx, c.mounts)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	w, err := s.pool.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("no JS worker: %w", err)
+	}
+	defer w.kill()
+	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
+	out := &JSOutput{Logs: []string{}}
+	res, err := s.converse(ctx, w, c, b)
+	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	out.ReadBytes, out.WriteBytes = b.readBytes, b.writeBytes
+	if err != nil {
+		msg := err.Error()
+		out.Error = &msg
+		return out, nil
+	}
+	out.OK = res.OK && res.Error == ""
+	if out.OK {
+		out.Result = res.Result
+	}
+	if res.Error != "" {
+		out.Error = &res.Error
+	}
+	if res.Logs != nil {
+		out.Logs = res.Logs
+	}
+	return out, nil
+}
+
+// converse sends the call to the worker and answers its bridge requests until the
+// result arrives, the worker dies, the time limit plus grace passes, or ctx ends.
+func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge) (*proto.Result, error) {
+	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeRun, Run: &c.run}); err != nil {
+		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
+	}
+	hard := time.NewTimer(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
+	defer hard.Stop()
+	for {
+		select {
+		case f := <-w.frames:
+			if f.err != nil {
+				return nil, w.crashError(c, f.err)
+			}
+			switch f.msg.Type {
+			case proto.TypeResult:
+				if f.msg.Result == nil {
+					return nil, errors.New("Error: JS worker sent an empty result")
+				}
+				return f.msg.Result, nil
+			case proto.TypeBridge:
+				reply := b.handle(ctx, f.msg.Bridge)
+				if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeReply, Reply: reply}); err != nil {
+					return nil, w.crashError(c, err)
+				}
+			default:
+				return nil, fmt.Errorf("Error: JS worker sent an unexpected %q frame", f.msg.Type)
+			}
+		case <-hard.C:
+			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// crashError explains a worker that died mid-call: V8's fatal heap exhaustion becomes
+// the memory-limit error; anything else is a crash of this call only.
+func (w *jsWorker) crashError(c *jsCall, readErr error) error {
+	desc := w.describeExit(readErr)
+	if isHeapExhaustion(w.stderr.Bytes()) {
+		return fmt.Errorf("MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", c.run.MemoryMb)
+	}
+	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)
+}
+
+func isHeapExhaustion(stderr []byte) bool {
+	for _, m := range [][]byte{[]byte("Fatal javascript OOM"), []byte("JavaScript heap out of memory"), []byte("Reached heap limit"), []byte("Fatal JavaScript invalid size error"), []byte("Fatal process out of memory")} {
+		if bytes.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsTool adapts ExecuteJS to the MCP tool handler shape: failures of the code are
+// tool errors (isError) that still carry the result object.
+func (s *Server) jsTool(ctx context.Context, _ *mcp.CallToolRequest, in JSInput) (*mcp.CallToolResult, *JSOutput, error) {
+	out, err := s.ExecuteJS(ctx, &in)
+	if err != nil {
+		msg := err.Error()
+		out = &JSOutput{Error: &msg, Logs: []string{}}
+	}
+	return &mcp.CallToolResult{IsError: !out.OK}, out, nil
+}

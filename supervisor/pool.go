@@ -1,0 +1,301 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/autobox-dev/autobox/worker/proto"
+)
+
+// maxWorkerStderr bounds what the supervisor keeps of a worker's stderr: enough to
+// recognise V8's fatal heap message.
+const maxWorkerStderr = 16 << 10
+
+// jsWorker is one prefork `autobox worker js` process, ready for exactly one call.
+type jsWorker struct {
+	cmd     *exec.Cmd
+	toW     *os.File        // frames to the worker
+	frames  chan frameOrErr // frames from the worker, read by a goroutine
+	exited  chan struct{}   // closed once the process has been reaped
+	stderr  *boundedBuffer
+	waitErr error
+}
+
+type frameOrErr struct {
+	msg *proto.Message
+	err error
+}
+
+// kill ends the worker (idempotent) and waits for it to be reaped.
+func (w *jsWorker) kill() {
+	if w.cmd.Process != nil {
+		_ = w.cmd.Process.Kill()
+	}
+	w.toW.Close()
+	<-w.exited
+}
+
+// pool keeps `size` workers warm. Workers are started from one goroutine locked to
+// its OS thread: Linux sends Pdeathsig when the *thread* that forked a child exits,
+// so that thread must live as long as the server.
+type pool struct {
+	argv    []string // command line of a worker (exe first)
+	size    int
+	log     *slog.Logger
+	ready   chan *jsWorker
+	spawnRq chan chan spawnResult
+	stop    chan struct{}
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	live    map[*jsWorker]bool
+	pending int // spawns requested for the warm set, not yet ready
+	closed  bool
+}
+
+type spawnResult struct {
+	w   *jsWorker
+	err error
+}
+
+func newPool(argv []string, size int, log *slog.Logger) *pool {
+	if size < 1 {
+		size = 1
+	}
+	p := &pool{
+		argv: argv, size: size, log: log,
+		ready:   make(chan *jsWorker, size),
+		spawnRq: make(chan chan spawnResult),
+		stop:    make(chan struct{}),
+		live:    map[*jsWorker]bool{},
+	}
+	p.wg.Add(1)
+	go p.spawner()
+	p.refill()
+	return p
+}
+
+// spawner owns the thread that forks workers.
+func (p *pool) spawner() {
+	defer p.wg.Done()
+	runtime.LockOSThread() // never unlocked: the thread must outlive every worker
+	for {
+		select {
+		case <-p.stop:
+			return
+		case rq := <-p.spawnRq:
+			w, err := p.start()
+			rq <- spawnResult{w, err}
+		}
+	}
+}
+
+func (p *pool) spawn() (*jsWorker, error) {
+	rq := make(chan spawnResult, 1)
+	select {
+	case p.spawnRq <- rq:
+	case <-p.stop:
+		return nil, errors.New("server is shutting down")
+	}
+	r := <-rq
+	return r.w, r.err
+}
+
+func (p *pool) start() (*jsWorker, error) {
+	toWr, toWw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromWr, fromWw, err := os.Pipe()
+	if err != nil {
+		toWr.Close()
+		toWw.Close()
+		return nil, err
+	}
+	w := &jsWorker{toW: toWw, frames: make(chan frameOrErr, 4), exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Env = []string{}
+	cmd.ExtraFiles = []*os.File{toWr, fromWw}
+	cmd.Stderr = w.stderr
+	cmd.SysProcAttr = workerSysProcAttr()
+	w.cmd = cmd
+	err = cmd.Start()
+	toWr.Close()
+	fromWw.Close()
+	if err != nil {
+		toWw.Close()
+		fromWr.Close()
+		return nil, fmt.Errorf("starting JS worker: %w", err)
+	}
+	p.mu.Lock()
+	p.live[w] = true
+	p.mu.Unlock()
+	go func() {
+		defer fromWr.Close()
+		for {
+			m, err := proto.Read(fromWr)
+			w.frames <- frameOrErr{m, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		w.waitErr = cmd.Wait()
+		p.mu.Lock()
+		delete(p.live, w)
+		p.mu.Unlock()
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// refill starts workers in the background until size are warm or on their way.
+func (p *pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && len(p.ready)+p.pending < p.size {
+		p.pending++
+		go p.warmOne()
+	}
+}
+
+func (p *pool) warmOne() {
+	w, err := p.spawnReady(context.Background())
+	p.mu.Lock()
+	p.pending--
+	closed := p.closed
+	p.mu.Unlock()
+	if err != nil {
+		p.log.Warn("JS worker failed to start", "err", err)
+		time.Sleep(200 * time.Millisecond) // do not spin on a broken host
+		return
+	}
+	if closed {
+		w.kill()
+		return
+	}
+	select {
+	case p.ready <- w:
+	default:
+		w.kill()
+	}
+}
+
+// spawnReady starts a worker and waits for its "ready" frame.
+func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
+	w, err := p.spawn()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-w.frames:
+		if f.err == nil && f.msg.Type == proto.TypeReady {
+			return w, nil
+		}
+		w.kill()
+		return nil, fmt.Errorf("JS worker did not start: %s", w.describeExit(f.err))
+	case <-ctx.Done():
+		w.kill()
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		w.kill()
+		return nil, errors.New("JS worker did not become ready within 10s")
+	}
+}
+
+// get returns a warm worker, or starts one if none is ready. The caller owns it.
+func (p *pool) get(ctx context.Context) (*jsWorker, error) {
+	defer p.refill()
+	select {
+	case w := <-p.ready:
+		return w, nil
+	default:
+	}
+	return p.spawnReady(ctx)
+}
+
+// close kills every worker and stops the spawner.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	ws := make([]*jsWorker, 0, len(p.live))
+	for w := range p.live {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	close(p.stop)
+	for _, w := range ws {
+		w.kill()
+	}
+	p.wg.Wait()
+}
+
+// describeExit says why a worker stopped talking.
+func (w *jsWorker) describeExit(readErr error) string {
+	select {
+	case <-w.exited:
+	case <-time.After(2 * time.Second):
+		_ = w.cmd.Process.Kill()
+		<-w.exited
+	}
+	msg := "exited"
+	if ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Signaled():
+			msg = "killed by signal " + ws.Signal().String()
+		case ws.Exited():
+			msg = fmt.Sprintf("exited with status %d", ws.ExitStatus())
+		}
+	}
+	if s := bytes.TrimSpace(w.stderr.Bytes()); len(s) > 0 {
+		if len(s) > 400 {
+			s = s[len(s)-400:]
+		}
+		msg += ": " + string(s)
+	}
+	if readErr != nil && !errors.Is(readErr, io.EOF) && !errors.Is(readErr, io.ErrUnexpectedEOF) {
+		msg += " (" + readErr.Error() + ")"
+	}
+	return msg
+}
+
+// boundedBuffer keeps the first max bytes written and discards the rest.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}

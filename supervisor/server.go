@@ -1,0 +1,108 @@
+// Package supervisor is the autobox MCP server: it declares the tools, validates every
+// call, owns the JS worker pool, answers the workers' file and fetch bridge, runs
+// sandboxed commands and the workspace store. One Server serves one MCP session and
+// the command line alike.
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// Version is the autobox version, set at build time with -ldflags.
+var Version = "dev"
+
+// Options configures a Server. The zero value is usable.
+type Options struct {
+	// PoolSize is the number of warm JS workers kept ready; 0 means 2.
+	PoolSize int
+	// Exe is the autobox binary used for workers and sandboxed commands; "" means
+	// os.Executable().
+	Exe string
+	// Unsafe lets exec_command run without an OS sandbox on a host that has none.
+	// It is loud: the server says so at start-up and in every result.
+	Unsafe bool
+	// Log receives diagnostics (stderr in the binary); nil discards them.
+	Log *slog.Logger
+}
+
+// Server holds everything a session needs. Methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	exe  string
+	log  *slog.Logger
+	pool *pool
+}
+
+// New starts a server: it resolves its own binary and starts the worker pool.
+func New(opts Options) (*Server, error) {
+	s := &Server{opts: opts, log: opts.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	exe := opts.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding the autobox binary: %w", err)
+		}
+	}
+	exe, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return nil, fmt.Errorf("finding the autobox binary: %w", err)
+	}
+	s.exe = exe
+	size := opts.PoolSize
+	if size <= 0 {
+		size = 2
+	}
+	argv, err := workerArgv(exe, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.pool = newPool(argv, size, s.log)
+	return s, nil
+}
+
+// Close stops every worker. In-flight calls fail.
+func (s *Server) Close() {
+	s.pool.close()
+}
+
+// MCPServer builds the MCP server with autobox's tools.
+func (s *Server) MCPServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "autobox", Version: Version}, &mcp.ServerOptions{
+		Instructions: "autobox runs JavaScript (execute_js) and shell commands (exec_command) in a sandbox. Every call carries its own permissions: mounts, network, time and memory. Anything not allowed is denied.",
+	})
+	f := false
+	t := true
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "execute_js",
+		Description: "Run JavaScript in a fresh V8 isolate: a bare expression or statements with return; await allowed. No Node APIs. host.readFile/writeFile/listDir reach declared mounts only; fetch/net exist only with allowNetwork. Returns {ok, result, error, logs, durationMs, readBytes, writeBytes}.",
+		Annotations: &mcp.ToolAnnotations{Title: "Run JavaScript in a sandbox", ReadOnlyHint: false, DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &t},
+	}, s.jsTool)
+	return srv
+}
+
+// Serve runs one MCP session over t until the client disconnects or ctx ends.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	return s.MCPServer().Run(ctx, t)
+}
+
+// resolveMounts validates a call's mounts.
+func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error) {
+	return policy.ResolveMounts(specs, nil, nil)
+}
+
+// lockWorkspaces holds the workspace operation lock while a call uses a workspace.
+func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (func(), error) {
+	return func() {}, nil
+}

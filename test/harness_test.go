@@ -1,0 +1,183 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bin is the autobox binary built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "autobox-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "autobox")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/autobox")
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building autobox:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// session is one running autobox server with an MCP client connected to it.
+type session struct {
+	t     *testing.T
+	cs    *mcp.ClientSession
+	cmd   *exec.Cmd
+	state string // AUTOBOX_STATE_DIR of this server
+}
+
+// start runs the binary as an MCP server and connects a client. The server gets a
+// private state dir and data dir; it is stopped, and checked for leftovers, at the end
+// of the test.
+func start(t *testing.T, args ...string) *session {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"),
+		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
+		"AUTOBOX_TEST_SECRET=canary-7c1e",
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to autobox: %v\nstderr:\n%s", err, stderr)
+	}
+	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state")}
+	t.Cleanup(func() {
+		pid := cmd.Process.Pid
+		kids := descendants(pid)
+		cs.Close()
+		waitGone(t, append(kids, pid))
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr)
+		}
+	})
+	return s
+}
+
+// call invokes a tool and returns its structured result decoded into out, and isError.
+func (s *session) call(tool string, args any, out any) bool {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		s.t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	if out != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		if res.StructuredContent == nil {
+			s.t.Fatalf("%s: no structured content; content: %s", tool, textOf(res))
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			s.t.Fatalf("%s: decoding %s: %v", tool, raw, err)
+		}
+	}
+	return res.IsError
+}
+
+// callRaw returns the whole result (for tests of error text).
+func (s *session) callRaw(tool string, args any) *mcp.CallToolResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		s.t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	return res
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// children lists the direct children of pid.
+func children(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, w := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(w); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// descendants lists every process below pid.
+func descendants(pid int) []int {
+	var out []int
+	queue := children(pid)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		out = append(out, p)
+		queue = append(queue, children(p)...)
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie is gone for our purposes (its parent reaps it).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitGone fails the test if any of pids is still alive after a few seconds.
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range pids {
+		for alive(p) {
+			if time.Now().After(deadline) {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+				t.Errorf("process %d (%s) outlived the server", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type jsOut struct {
+	OK         bool            `json:"ok"`
+	Result     json.RawMessage `json:"result"`
+	Error      *string         `json:"error"`
+	Logs       []string        `json:"logs"`
+	DurationMs float64         `json:"durationMs"`
+	ReadBytes  int64           `json:"readBytes"`
+	WriteBytes int64           `json:"writeBytes"`
+}
+
+func (o jsOut) err() string {
+	if o.Error == nil {
+		return ""
+	}
+	return *o.Error
+}
+
+func (s *session) js(args map[string]any) (jsOut, bool) {
+	s.t.Helper()
+	var o jsOut
+	isErr := s.call("execute_js", args, &o)
+	return o, isErr
+}
+
+// mustJS runs code that must succeed and returns its result JSON.
+func (s *session) mustJS(args map[string]any) jsOut {
+	s.t.Helper()
+	o, isErr := s.js(args)
+	if isErr || !o.OK || o.Error != nil {
+		s.t.Fatalf("execute_js %v: want ok, got isError=%v %+v (error %q)", args["code"], isErr, o, o.err())
+	}
+	return o
+}
+
+func TestJSSeedExample(t *testing.T) {
+	s := start(t)
+	o := s.mustJS(map[string]any{"code": `JSON.parse('{"a":1}').a + 41`})
+	if string(o.Result) != "42" {
+		t.Errorf("result = %s, want 42", o.Result)
+	}
+	if o.Logs == nil || len(o.Logs) != 0 {
+		t.Errorf("logs = %#v, want []", o.Logs)
+	}
+	if o.DurationMs <= 0 {
+		t.Errorf("durationMs = %v, want > 0", o.DurationMs)
+	}
+}
+
+func TestJSResults(t *testing.T) {
+	s := start(t)
+	cases := []struct{ code, want string }{
+		{"2+2", "4"},
+		{"2+2;", "4"},
+		{"2+2 ;\n ;", "4"},
+		{"const a = 20; return a * 2 + 2", "42"},
+		{"await Promise.resolve(7)", "7"},
+		{"const v = await new Promise(r => setTimeout(() => r('late'), 5)); return v", `"late"`},
+		{"undefined", "null"},
+		{"return", "null"},
+		{"null", "null"},
+		{"'héllo ✓'", `"héllo ✓"`},
+		{"({a: [1, {b: true}], c: null})", `{"a":[1,{"b":true}],"c":null}`},
+		{"(function foo() {})", `"[Function: foo]"`},
+		{"Symbol('s')", `"Symbol(s)"`},
+		{"10n ** 20n", `"100000000000000000000n"`},
+		{"const o = {n: 1}; o.self = o; return o", `{"n":1,"self":"[Circular]"}`},
+		{"NaN", `"NaN"`},
+		{"new Map([['k', 1]])", `{"k":1}`},
+		{"new Set([1, 2])", `[1,2]`},
+		{"new Date(0)", `"1970-01-01T00:00:00.000Z"`},
+		{"typeof process + typeof require + typeof fetch + typeof net", `"undefinedundefinedundefinedundefined"`},
+		{"typeof host.readFile", `"function"`},
+		{"// a comment at the end\n 5 // trailing", "5"},
+	}
+	for _, c := range cases {
+		o := s.mustJS(map[string]any{"code": c.code})
+		if string(o.Result) != c.want {
+			t.Errorf("%q: result %s, want %s", c.code, o.Result, c.want)
+		}
+	}
+}
+
+func TestJSErrors(t *testing.T) {
+	s := start(t)
+	cases := []struct{ code, want string }{
+		{"throw new Error('boom')", "Error: boom"},
+		{"throw new TypeError('bad')", "TypeError: bad"},
+		{"throw 'str'", "Uncaught str"},
+		{"nope.x", "ReferenceError: nope is not defined"},
+		{"await Promise.reject(new RangeError('r'))", "RangeError: r"},
+		{"return {", "SyntaxError"},
+		{"({ toJSON() { throw new Error('no json') } })", "no json"},
+	}
+	for _, c := range cases {
+		o, isErr := s.js(map[string]any{"code": c.code})
+		if !isErr || o.OK || !strings.Contains(o.err(), c.want) {
+			t.Errorf("%q: want isError with %q, got isError=%v ok=%v error=%q", c.code, c.want, isErr, o.OK, o.err())
+		}
+		if string(o.Result) != "null" {
+			t.Errorf("%q: result %s, want null on error", c.code, o.Result)
+		}
+	}
+}
+
+func TestJSLogs(t *testing.T) {
+	s := start(t)
+	o := s.mustJS(map[string]any{"code": "console.log('a', 1, {b: 2}); console.error('e'); return 1"})
+	want := []string{`a 1 {"b":2}`, "e"}
+	if strings.Join(o.Logs, "|") != strings.Join(want, "|") {
+		t.Errorf("logs = %q, want %q", o.Logs, want)
+	}
+	// Bounded: a flood of logs is cut with a marker, and the call still succeeds.
+	o = s.mustJS(map[string]any{"code": "for (let i = 0; i < 100000; i++) console.log('line ' + i); return 'done'"})
+	if len(o.Logs) > 1001 || !strings.Contains(o.Logs[len(o.Logs)-1], "logs truncated") {
+		t.Errorf("flooded logs: %d lines, last %q", len(o.Logs), o.Logs[len(o.Logs)-1])
+	}
+}
+
+func TestJSTimeouts(t *testing.T) {
+	s := start(t)
+	cases := []string{
+		"while (true) {}",
+		"for (;;) { await null }",
+		"await new Promise(() => {})",
+		"const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})",
+		"(async () => { while (true) await 0 })(); await new Promise(() => {})",
+		"setInterval(() => {}, 1); await new Promise(() => {})",
+		"/(a+)+$/.test('a'.repeat(40) + '!')",
+	}
+	for _, code := range cases {
+		o, isErr := s.js(map[string]any{"code": code, "timeoutMs": 60, "memoryMb": 16})
+		if !isErr || o.OK || o.err() != "TimeoutError: execution exceeded 60ms" {
+			t.Errorf("%q: want timeout error, got isError=%v %+v error=%q", code, isErr, o, o.err())
+		}
+	}
+	// The server keeps serving.
+	if o := s.mustJS(map[string]any{"code": "1"}); string(o.Result) != "1" {
+		t.Errorf("after timeouts: %s", o.Result)
+	}
+}
+
+func TestJSMemoryLimit(t *testing.T) {
+	s := start(t)
+	bombs := []string{
+		"const a = []; while (true) a.push(new Array(10000).fill(Math.random()))",
+		"let s = 'x'; const keep = []; while (true) { keep.push(s + Math.random()); s += s.length < 1e6 ? s : '' }",
+		"const o = {}; for (let i = 0; ; i++) o['k' + i] = i",
+	}
+	for _, code := range bombs {
+		o, isErr := s.js(map[string]any{"code": code, "memoryMb": 16, "timeoutMs": 10000})
+		if !isErr || o.OK || !strings.Contains(o.err(), "MemoryLimitError") {
+			t.Errorf("%q: want memory-limit error, got isError=%v error=%q", code, isErr, o.err())
+		}
+	}
+	// Positive control: the same kind of allocation within budget succeeds.
+	o := s.mustJS(map[string]any{"code": "const a = []; for (let i = 0; i < 100; i++) a.push(new Array(1000).fill(i)); return a.length", "memoryMb": 64})
+	if string(o.Result) != "100" {
+		t.Errorf("within budget: %s", o.Result)
+	}
+}
+
+func TestJSNothingCarriesOver(t *testing.T) {
+	s := start(t)
+	s.mustJS(map[string]any{"code": "globalThis.leak = 42; Object.prototype.polluted = 1; return 1"})
+	o := s.mustJS(map[string]any{"code": "typeof leak + ':' + typeof ({}).polluted"})
+	if string(o.Result) != `"undefined:undefined"` {
+		t.Errorf("state carried over between calls: %s", o.Result)
+	}
+}
+
+func TestJSArgumentValidation(t *testing.T) {
+	s := start(t)
+	cases := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{}, "code"},
+		{map[string]any{"code": ""}, "code is required"},
+		{map[string]any{"code": "1", "timeoutMs": 0}, "timeoutMs must be between 1 and 10000"},
+		{map[string]any{"code": "1", "timeoutMs": 10001}, "timeoutMs must be between 1 and 10000"},
+		{map[string]any{"code": "1", "memoryMb": 7}, "memoryMb must be between 8 and 512"},
+		{map[string]any{"code": "1", "memoryMb": 513}, "memoryMb must be between 8 and 512"},
+		{map[string]any{"code": "1", "timeoutMs": "fast"}, "timeoutMs"},
+		{map[string]any{"code": "1", "timeoutMs": 1.5}, "timeoutMs"},
+		{map[string]any{"code": 5}, "code"},
+		{map[string]any{"code": "1", "maxReadBytes": 50000001}, "maxReadBytes must be between 0 and 50000000"},
+		{map[string]any{"code": "1", "maxWriteBytes": -1}, "maxWriteBytes must be between 0 and 50000000"},
+		{map[string]any{"code": "1", "allowNetwork": "yes"}, "allowNetwork"},
+		{map[string]any{"code": "1", "mounts": "nope"}, "mounts"},
+	}
+	for _, c := range cases {
+		res := s.callRaw("execute_js", c.args)
+		if !res.IsError || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("%v: want tool error mentioning %q, got isError=%v %s", c.args, c.want, res.IsError, textOf(res))
+		}
+	}
+	// The session keeps working.
+	s.mustJS(map[string]any{"code": "1"})
+}

@@ -1,0 +1,127 @@
+// Package proto is the wire protocol between the supervisor and a JS worker process:
+// length-prefixed frames (4-byte big-endian length, then one JSON Message) over a pair
+// of pipes. It has no cgo and no V8, so the supervisor and tests use it freely.
+//
+// One worker serves exactly one call:
+//
+//	supervisor                                   worker (jailed, V8 warm)
+//	    |  <------------------ ready -------------------  |  isolate + context made
+//	    |  ------------------- run {code, limits} ----->  |
+//	    |  <------------------ bridge {id, op, args} ---  |  zero or more host.* / fetch
+//	    |  ------------------- reply {id, data|error} ->  |  (one reply per bridge)
+//	    |  <------------------ result {ok, result, ...} -  |
+//	    |                                                 |  exits
+//
+// A worker that dies before "result" (heap limit, signal, kill after the timeout
+// grace) fails only its own call; the supervisor reads the worker's stderr to tell a
+// V8 heap exhaustion from other crashes.
+package proto
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Message types.
+const (
+	TypeReady  = "ready"
+	TypeRun    = "run"
+	TypeBridge = "bridge"
+	TypeReply  = "reply"
+	TypeResult = "result"
+)
+
+// MaxFrame bounds one frame: the largest bridge payload (50 MB of file data, JSON
+// escaped) with room to spare. A longer length prefix is a protocol error.
+const MaxFrame = 128 << 20
+
+// ErrFrameTooLarge is returned for a frame whose length prefix exceeds MaxFrame.
+var ErrFrameTooLarge = errors.New("frame exceeds the maximum size")
+
+// Message is one frame. Exactly one of the pointer fields matches Type.
+type Message struct {
+	Type   string  `json:"type"`
+	Run    *Run    `json:"run,omitempty"`
+	Bridge *Bridge `json:"bridge,omitempty"`
+	Reply  *Reply  `json:"reply,omitempty"`
+	Result *Result `json:"result,omitempty"`
+}
+
+// Run asks the worker to run one call.
+type Run struct {
+	Code         string `json:"code"`
+	TimeoutMs    int    `json:"timeoutMs"`
+	MemoryMb     int    `json:"memoryMb"`
+	AllowNetwork bool   `json:"allowNetwork"`
+}
+
+// Bridge is a request from JS code for something only the supervisor may do.
+// Args is the JSON the JS side built ({path}, {path, content}, {url, init}).
+type Bridge struct {
+	ID   int             `json:"id"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Reply answers a Bridge with the same ID: Data (JSON) or Error.
+type Reply struct {
+	ID    int             `json:"id"`
+	Data  json.RawMessage `json:"data,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// Result is the outcome of the call, as the worker saw it.
+type Result struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  string          `json:"error,omitempty"`
+	Logs   []string        `json:"logs"`
+	// Timeout is set when the call ended by its time limit.
+	Timeout bool `json:"timeout,omitempty"`
+}
+
+// Write sends one frame.
+func Write(w io.Writer, m *Message) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding %s frame: %w", m.Type, err)
+	}
+	if len(body) > MaxFrame {
+		return fmt.Errorf("%s frame of %d bytes: %w", m.Type, len(body), ErrFrameTooLarge)
+	}
+	buf := make([]byte, 4+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	copy(buf[4:], body)
+	_, err = w.Write(buf)
+	return err
+}
+
+// Read receives one frame. io.EOF means the peer closed cleanly between frames.
+func Read(r io.Reader) (*Message, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > MaxFrame {
+		return nil, fmt.Errorf("frame of %d bytes: %w", n, ErrFrameTooLarge)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading frame body: %w", err)
+	}
+	m := new(Message)
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, fmt.Errorf("decoding frame: %w", err)
+	}
+	if m.Type == "" {
+		return nil, errors.New("decoding frame: no type")
+	}
+	return m, nil
+}

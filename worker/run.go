@@ -1,0 +1,269 @@
+//go:build cgo
+
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v8 "rogchap.com/v8go"
+
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/worker/proto"
+)
+
+// MaxResultBytes bounds the JSON of a call's result value.
+const MaxResultBytes = 4 << 20
+
+// warm is a V8 isolate and context made before the call arrives, with the prelude run.
+type warm struct {
+	in, out   *os.File
+	memoryMb  int
+	iso       *v8.Isolate
+	ctx       *v8.Context
+	internals *v8.Object
+	bridgeSeq int
+
+	timedOut atomic.Bool
+	ended    chan struct{}
+	endOnce  sync.Once
+}
+
+func newWarm(in, out *os.File) (*warm, error) {
+	v8.SetFlags("--no-freeze-flags-after-init")
+	w := &warm{in: in, out: out}
+	if err := w.build(policy.JSDefaultMemoryMb); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// build makes the isolate (heap limits are read when an isolate is created) and a
+// context with the prelude in it.
+func (w *warm) build(memoryMb int) error {
+	if w.iso != nil {
+		w.ctx.Close()
+		w.iso.Dispose()
+	}
+	v8.SetFlags(heapFlags(memoryMb)...)
+	w.memoryMb = memoryMb
+	w.iso = v8.NewIsolate()
+	w.ctx = v8.NewContext(w.iso)
+	fnv, err := w.ctx.RunScript(preludeJS, "autobox:prelude")
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	fn, err := fnv.AsFunction()
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	bridge := v8.NewFunctionTemplate(w.iso, w.bridgeCallback).GetFunction(w.ctx)
+	iv, err := fn.Call(v8.Undefined(w.iso), w.ctx.Global(), bridge)
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	if w.internals, err = iv.AsObject(); err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	// Warm the compiler and the async path once so the call does not pay for it.
+	if _, err := w.ctx.RunScript("(async () => (0))()", "autobox:warmup"); err != nil {
+		return fmt.Errorf("warmup: %w", err)
+	}
+	w.ctx.PerformMicrotaskCheckpoint()
+	return nil
+}
+
+// bridgeCallback forwards host.* and fetch to the supervisor and blocks for the reply.
+// It always returns a JSON string {data} or {error}; the prelude turns errors into throws.
+func (w *warm) bridgeCallback(info *v8.FunctionCallbackInfo) *v8.Value {
+	args := info.Args()
+	reply := func(data json.RawMessage, msg string) *v8.Value {
+		var b []byte
+		if msg != "" {
+			b, _ = json.Marshal(map[string]string{"error": msg})
+		} else {
+			b, _ = json.Marshal(map[string]json.RawMessage{"data": data})
+		}
+		v, _ := v8.NewValue(w.iso, string(b))
+		return v
+	}
+	if len(args) != 2 {
+		return reply(nil, "bridge: bad call")
+	}
+	w.bridgeSeq++
+	req := &proto.Message{Type: proto.TypeBridge, Bridge: &proto.Bridge{ID: w.bridgeSeq, Op: args[0].String(), Args: json.RawMessage(args[1].String())}}
+	if !json.Valid(req.Bridge.Args) {
+		return reply(nil, "bridge: arguments are not JSON")
+	}
+	if err := proto.Write(w.out, req); err != nil {
+		return reply(nil, "bridge: supervisor unreachable")
+	}
+	m, err := proto.Read(w.in)
+	if err != nil || m.Type != proto.TypeReply || m.Reply == nil || m.Reply.ID != w.bridgeSeq {
+		fmt.Fprintln(os.Stderr, "autobox worker js: lost the supervisor during a bridge call")
+		os.Exit(76)
+	}
+	if m.Reply.Error != "" {
+		return reply(nil, m.Reply.Error)
+	}
+	return reply(m.Reply.Data, "")
+}
+
+func (w *warm) end() { w.endOnce.Do(func() { close(w.ended) }) }
+
+// run executes one call and returns its result. Everything it can meet is turned into
+// a Result; only a V8 fatal error (heap limit) ends the process instead.
+func (w *warm) run(r *proto.Run) *proto.Result {
+	if r.MemoryMb != w.memoryMb {
+		if err := w.build(r.MemoryMb); err != nil {
+			return &proto.Result{Error: "Error: could not create the isolate: " + err.Error(), Result: json.RawMessage("null"), Logs: []string{}}
+		}
+	}
+	w.ended = make(chan struct{})
+	timeout := time.Duration(r.TimeoutMs) * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() {
+		w.timedOut.Store(true)
+		w.iso.TerminateExecution()
+		w.end()
+	})
+	defer timer.Stop()
+
+	res := w.execute(r, deadline)
+	if w.timedOut.Load() {
+		res = &proto.Result{Timeout: true, Error: fmt.Sprintf("TimeoutError: execution exceeded %dms", r.TimeoutMs)}
+	}
+	if res.Result == nil {
+		res.Result = json.RawMessage("null")
+	}
+	res.Logs = w.logs()
+	return res
+}
+
+func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
+	if _, err := w.internals.MethodCall("setup", boolValue(w.iso, r.AllowNetwork)); err != nil {
+		return &proto.Result{Error: "Error: setup: " + err.Error()}
+	}
+	expr, body := wrapCode(r.Code)
+	script, err := w.iso.CompileUnboundScript(expr, "code.js", v8.CompileOptions{})
+	if err != nil {
+		script, err = w.iso.CompileUnboundScript(body, "code.js", v8.CompileOptions{})
+		if err != nil {
+			return &proto.Result{Error: jsErrorString(err)}
+		}
+	}
+	val, err := script.Run(w.ctx)
+	if err != nil {
+		return &proto.Result{Error: jsErrorString(err)}
+	}
+	p, err := val.AsPromise()
+	if err != nil {
+		return &proto.Result{Error: "Error: internal: code did not produce a promise"}
+	}
+	for {
+		w.ctx.PerformMicrotaskCheckpoint()
+		if w.timedOut.Load() {
+			return &proto.Result{}
+		}
+		if p.State() != v8.Pending {
+			break
+		}
+		if err := w.waitTimer(deadline); err != nil {
+			return &proto.Result{Error: err.Error()}
+		}
+		if w.timedOut.Load() {
+			return &proto.Result{}
+		}
+	}
+	if p.State() == v8.Rejected {
+		return &proto.Result{Error: w.errorString(p.Result())}
+	}
+	s, err := w.internals.MethodCall("serialize", p.Result())
+	if err != nil {
+		if w.timedOut.Load() {
+			return &proto.Result{}
+		}
+		return &proto.Result{Error: "Error: the result could not be serialized: " + jsErrorString(err)}
+	}
+	out := s.String()
+	if len(out) > MaxResultBytes {
+		return &proto.Result{Error: fmt.Sprintf("RangeError: the result is %d bytes of JSON, more than the %d-byte limit", len(out), MaxResultBytes)}
+	}
+	return &proto.Result{OK: true, Result: json.RawMessage(out)}
+}
+
+// waitTimer sleeps until the next JS timer is due and runs it; with no timer pending
+// the promise can never settle, so it waits out the call's time limit.
+func (w *warm) waitTimer(deadline time.Time) error {
+	nv, err := w.internals.MethodCall("nextTimer")
+	if err != nil {
+		return errors.New(jsErrorString(err))
+	}
+	next := nv.Integer()
+	if next < 0 {
+		<-w.ended
+		return nil
+	}
+	wait := time.Duration(next) * time.Millisecond
+	if remaining := time.Until(deadline); wait > remaining {
+		<-w.ended
+		return nil
+	}
+	if wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-w.ended:
+			return nil
+		}
+	}
+	if _, err := w.internals.MethodCall("runTimer"); err != nil {
+		if w.timedOut.Load() {
+			return nil
+		}
+		return errors.New(jsErrorString(err))
+	}
+	return nil
+}
+
+func (w *warm) errorString(v *v8.Value) string {
+	s, err := w.internals.MethodCall("errorString", v)
+	if err != nil {
+		return "Uncaught exception (could not be rendered)"
+	}
+	return s.String()
+}
+
+func (w *warm) logs() []string {
+	lv, err := w.internals.MethodCall("logs")
+	if err != nil {
+		return []string{}
+	}
+	js, err := v8.JSONStringify(w.ctx, lv)
+	if err != nil {
+		return []string{}
+	}
+	var logs []string
+	if json.Unmarshal([]byte(js), &logs) != nil || logs == nil {
+		return []string{}
+	}
+	return logs
+}
+
+func boolValue(iso *v8.Isolate, b bool) *v8.Value {
+	v, _ := v8.NewValue(iso, b)
+	return v
+}
+
+// jsErrorString renders a v8go error as "Name: message".
+func jsErrorString(err error) string {
+	var je *v8.JSError
+	if errors.As(err, &je) {
+		return je.Message
+	}
+	return "Error: " + err.Error()
+}

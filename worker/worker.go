@@ -1,0 +1,81 @@
+//go:build cgo
+
+package worker
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/autobox-dev/autobox/worker/proto"
+)
+
+//go:embed prelude.js
+var preludeJS string
+
+// Stage flags: the first word after "worker js".
+const (
+	// JailedFlag marks stage 2 of the worker (after the jail and re-exec).
+	JailedFlag = "--jailed"
+	// UnjailedFlag asks the worker to skip the jail: the supervisor passes it only on
+	// a host that cannot jail workers, and says so at start-up.
+	UnjailedFlag = "--unjailed"
+)
+
+// Main is the body of `autobox worker js`; it never returns. args are the words
+// after "worker js".
+func Main(args []string) {
+	runtime.LockOSThread() // V8 runs on the main thread for the whole life of the process
+	stage := ""
+	if len(args) > 0 {
+		stage = args[0]
+	}
+	if err := enterJail(stage); err != nil {
+		fmt.Fprintf(os.Stderr, "autobox worker js: jail: %v\n", err)
+		os.Exit(71)
+	}
+	in := os.NewFile(3, "from-supervisor")
+	out := os.NewFile(4, "to-supervisor")
+	if in == nil || out == nil {
+		fmt.Fprintln(os.Stderr, "autobox worker js: fds 3 and 4 must be the supervisor's pipes")
+		os.Exit(72)
+	}
+	w, err := newWarm(in, out)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "autobox worker js: warming V8: %v\n", err)
+		os.Exit(73)
+	}
+	if err := proto.Write(out, &proto.Message{Type: proto.TypeReady}); err != nil {
+		os.Exit(74)
+	}
+	msg, err := proto.Read(in)
+	if err != nil || msg.Type != proto.TypeRun || msg.Run == nil {
+		os.Exit(0) // supervisor went away or retired this worker
+	}
+	res := w.run(msg.Run)
+	if err := proto.Write(out, &proto.Message{Type: proto.TypeResult, Result: res}); err != nil {
+		os.Exit(75)
+	}
+	os.Exit(0)
+}
+
+// heapFlags are the V8 flags for a heap of memoryMb.
+func heapFlags(memoryMb int) []string {
+	semi := memoryMb / 32
+	if semi < 1 {
+		semi = 1
+	}
+	return []string{
+		fmt.Sprintf("--max-old-space-size=%d", memoryMb),
+		fmt.Sprintf("--max-semi-space-size=%d", semi),
+	}
+}
+
+// wrapCode turns the call's code into an async function call: a bare expression
+// (trailing semicolons dropped) if it parses as one, else a statement body.
+func wrapCode(code string) (expr, body string) {
+	t := strings.TrimRight(code, " \t\r\n;")
+	return "(async () => (\n" + t + "\n))()", "(async () => {\n" + code + "\n})()"
+}
