@@ -116,7 +116,10 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	if err != nil {
 		return nil, fmt.Errorf("no JS worker: %w", err)
 	}
-	defer w.kill()
+	defer func() {
+		go w.kill() // reaping is not the caller's business
+		s.pool.refill()
+	}()
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	out := &JSOutput{Logs: []string{}}
 	res, err := s.converse(ctx, w, c, b)

@@ -214,9 +214,10 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 	}
 }
 
-// get returns a warm worker, or starts one if none is ready. The caller owns it.
+// get returns a warm worker, or starts one if none is ready. The caller owns it and
+// calls refill when its call is over: starting the replacement during the call would
+// take the CPU the call needs.
 func (p *pool) get(ctx context.Context) (*jsWorker, error) {
-	defer p.refill()
 	select {
 	case w := <-p.ready:
 		return w, nil

@@ -39,7 +39,8 @@ type Server struct {
 	opts Options
 	exe  string
 	log  *slog.Logger
-	pool *pool
+	pool   *pool
+	runner runner
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
@@ -69,6 +70,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.pool = newPool(argv, size, s.log)
+	s.runner = newRunner(exe, opts.Unsafe)
+	if opts.Unsafe {
+		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")
+	}
 	return s, nil
 }
 
@@ -89,6 +94,11 @@ func (s *Server) MCPServer() *mcp.Server {
 		Description: "Run JavaScript in a fresh V8 isolate: a bare expression or statements with return; await allowed. No Node APIs. host.readFile/writeFile/listDir reach declared mounts only; fetch/net exist only with allowNetwork. Returns {ok, result, error, logs, durationMs, readBytes, writeBytes}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run JavaScript in a sandbox", ReadOnlyHint: false, DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &t},
 	}, s.jsTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "exec_command",
+		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}.",
+		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
+	}, s.execTool)
 	return srv
 }
 

@@ -15,8 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bin is the autobox binary built once by TestMain.
-var bin string
+// bin is the autobox binary built once by TestMain; toolsDir holds the static probe
+// helper (test/probe), mounted read-only into sandboxes as /mnt/tools.
+var bin, toolsDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "autobox-e2e-bin-")
@@ -30,6 +31,15 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building autobox:", err)
+		os.Exit(1)
+	}
+	toolsDir = filepath.Join(dir, "tools")
+	probe := exec.Command("go", "build", "-o", filepath.Join(toolsDir, "probe"), "./test/probe")
+	probe.Dir = ".."
+	probe.Env = append(os.Environ(), "CGO_ENABLED=0")
+	probe.Stdout, probe.Stderr = os.Stderr, os.Stderr
+	if err := probe.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the probe:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

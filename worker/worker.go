@@ -27,7 +27,6 @@ const (
 // Main is the body of `autobox worker js`; it never returns. args are the words
 // after "worker js".
 func Main(args []string) {
-	runtime.LockOSThread() // V8 runs on the main thread for the whole life of the process
 	stage := ""
 	if len(args) > 0 {
 		stage = args[0]
@@ -36,29 +35,42 @@ func Main(args []string) {
 		fmt.Fprintf(os.Stderr, "autobox worker js: jail: %v\n", err)
 		os.Exit(71)
 	}
+	// V8 must not run on the main thread: glibc finds the main thread's stack by
+	// parsing /proc/self/maps, which V8 asks for on every entry (about 100µs each, and
+	// unreadable once jailed). Other threads know their stack without it.
+	done := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		done <- serve()
+	}()
+	os.Exit(<-done)
+}
+
+// serve warms V8, answers one call and returns the exit code.
+func serve() int {
 	in := os.NewFile(3, "from-supervisor")
 	out := os.NewFile(4, "to-supervisor")
 	if in == nil || out == nil {
 		fmt.Fprintln(os.Stderr, "autobox worker js: fds 3 and 4 must be the supervisor's pipes")
-		os.Exit(72)
+		return 72
 	}
 	w, err := newWarm(in, out)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "autobox worker js: warming V8: %v\n", err)
-		os.Exit(73)
+		return 73
 	}
 	if err := proto.Write(out, &proto.Message{Type: proto.TypeReady}); err != nil {
-		os.Exit(74)
+		return 74
 	}
 	msg, err := proto.Read(in)
 	if err != nil || msg.Type != proto.TypeRun || msg.Run == nil {
-		os.Exit(0) // supervisor went away or retired this worker
+		return 0 // the supervisor went away or retired this worker
 	}
 	res := w.run(msg.Run)
 	if err := proto.Write(out, &proto.Message{Type: proto.TypeResult, Result: res}); err != nil {
-		os.Exit(75)
+		return 75
 	}
-	os.Exit(0)
+	return 0
 }
 
 // heapFlags are the V8 flags for a heap of memoryMb.

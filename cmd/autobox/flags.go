@@ -7,11 +7,18 @@ import (
 	"github.com/autobox-dev/autobox/supervisor"
 )
 
-func parseServeFlags(args []string) (supervisor.Options, error) {
-	var o supervisor.Options
+type serveFlags struct {
+	supervisor.Options
+	cpuProfile string
+}
+
+func parseServeFlags(args []string) (serveFlags, error) {
+	var f serveFlags
+	o := &f.Options
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file (for make bench)")
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.PoolSize, "pool", 2, "warm JS workers kept ready")
 	fs.BoolVar(&o.Unsafe, "unsafe-no-sandbox", false, "run exec_command without an OS sandbox where none exists")
-	return o, fs.Parse(args)
+	return f, fs.Parse(args)
 }

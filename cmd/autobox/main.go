@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,7 @@ Usage:
 Serve flags:
   --pool N                warm JS workers kept ready (default 2)
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
+  --cpuprofile FILE       write a CPU profile of the server (development)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
 `
@@ -74,11 +76,25 @@ func main() {
 }
 
 func serve(args []string) int {
-	opts, err := parseServeFlags(args)
+	f, err := parseServeFlags(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "autobox serve: %v\n\n%s", err, usage)
 		return 2
 	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	opts := f.Options
 	opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, err := supervisor.New(opts)
 	if err != nil {

@@ -1,0 +1,397 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// Argument bounds for exec_command.
+const (
+	maxArgs     = 4096
+	maxArgBytes = 1 << 20
+)
+
+// ExecInput is the exec_command argument object.
+type ExecInput struct {
+	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths are rewritten to host paths"`
+	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 1500, max 30000); the whole process tree is killed"`
+	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB (default 256, 16-2048)"`
+	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow network access (default false: only AF_UNIX sockets)"`
+	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
+	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
+}
+
+// ExecOutput is the exec_command result.
+type ExecOutput struct {
+	Stdout          string  `json:"stdout"`
+	Stderr          string  `json:"stderr"`
+	ExitCode        *int    `json:"exitCode"`
+	Killed          bool    `json:"killed"`
+	DurationMs      float64 `json:"durationMs"`
+	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
+	StderrTruncated bool    `json:"stderrTruncated,omitempty"`
+	Signal          string  `json:"signal,omitempty"`
+	Unsandboxed     bool    `json:"unsandboxed,omitempty"`
+}
+
+// execCall is a validated exec_command call.
+type execCall struct {
+	argv      []string
+	timeout   time.Duration
+	memoryMb  int
+	network   bool
+	mounts    []policy.Mount
+	cwd       string // host path, "" = scratch
+	timeoutMs int
+}
+
+func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
+	c := &execCall{network: in.AllowNetwork}
+	if len(in.Command) == 0 {
+		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
+	}
+	if in.Command[0] == "" {
+		return nil, fmt.Errorf("%w: command[0] (the program) is empty", policy.ErrInvalid)
+	}
+	if len(in.Command) > maxArgs {
+		return nil, fmt.Errorf("%w: command has %d arguments, at most %d allowed", policy.ErrInvalid, len(in.Command), maxArgs)
+	}
+	total := 0
+	for i, a := range in.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("%w: command[%d] contains a NUL byte", policy.ErrInvalid, i)
+		}
+		total += len(a)
+	}
+	if total > maxArgBytes {
+		return nil, fmt.Errorf("%w: command is %d bytes, at most %d allowed", policy.ErrInvalid, total, maxArgBytes)
+	}
+	var err error
+	if c.timeoutMs, err = intArg("timeoutMs", in.TimeoutMs, policy.ExecDefaultTimeoutMs, 1, policy.ExecMaxTimeoutMs); err != nil {
+		return nil, err
+	}
+	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
+	if c.memoryMb, err = intArg("memoryMb", in.MemoryMb, policy.ExecDefaultMemoryMb, policy.ExecMinMemoryMb, policy.ExecMaxMemoryMb); err != nil {
+		return nil, err
+	}
+	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
+		return nil, err
+	}
+	c.argv = make([]string, len(in.Command))
+	for i, a := range in.Command {
+		c.argv[i] = policy.RewriteArg(c.mounts, a)
+	}
+	if in.Cwd != "" {
+		if c.cwd, err = resolveCwd(c.mounts, in.Cwd); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// resolveCwd maps cwd (a sandbox path, or a host path inside a mount) to an existing
+// host directory inside a declared mount.
+func resolveCwd(mounts []policy.Mount, cwd string) (string, error) {
+	if m, rel, err := policy.Resolve(mounts, cwd); err == nil {
+		host := filepath.Join(m.Host, filepath.FromSlash(rel))
+		real, err := policy.CanonicalDir(host)
+		if err != nil {
+			return "", fmt.Errorf("cwd: %w", err)
+		}
+		if !policy.Within(real, m.Host) {
+			return "", fmt.Errorf("%w: cwd %s leads outside its mount", policy.ErrInvalid, cwd)
+		}
+		return real, nil
+	}
+	real, err := policy.CanonicalDir(cwd)
+	if err != nil {
+		return "", fmt.Errorf("cwd: %w", err)
+	}
+	for _, m := range mounts {
+		if policy.Within(real, m.Host) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%w: cwd must be inside a declared mount (sandbox or host path) or omitted for the per-call scratch dir; %s is not", policy.ErrInvalid, cwd)
+}
+
+// ExecCommand runs one exec_command call. Safe for concurrent use.
+func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, error) {
+	start := time.Now()
+	c, err := s.validateExec(in)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lockWorkspaces(ctx, c.mounts)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	scratch, err := os.MkdirTemp("", "autobox-scratch-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the scratch dir: %w", err)
+	}
+	defer removeScratch(scratch)
+	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
+		return nil, fmt.Errorf("creating the scratch dir: %w", err)
+	}
+	cwd := c.cwd
+	if cwd == "" {
+		cwd = scratch
+	}
+	sb := commandPolicy(c.mounts, scratch, c.network)
+	out := &ExecOutput{}
+	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
+	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
+	so, err := stdout.open()
+	if err != nil {
+		return nil, err
+	}
+	se, err := stderr.open()
+	if err != nil {
+		stdout.abort()
+		return nil, err
+	}
+	tree, err := s.runner.start(&command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}, so, se)
+	so.Close()
+	se.Close()
+	if err != nil {
+		stdout.abort()
+		stderr.abort()
+		return nil, err
+	}
+	out.Unsandboxed = s.opts.Unsafe
+
+	var killedBy string
+	var once sync.Once
+	kill := func(reason string) {
+		once.Do(func() {
+			killedBy = reason
+			tree.Kill()
+		})
+	}
+	timer := time.AfterFunc(c.timeout, func() { kill("timeout") })
+	defer timer.Stop()
+	stopWatch := watchRSS(tree.Pid(), int64(c.memoryMb)<<20, func(rss int64) {
+		kill(fmt.Sprintf("memory limit exceeded (%d MB RSS > memoryMb %d; RSS watchdog)", rss>>20, c.memoryMb))
+	})
+	waitDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			kill("cancelled")
+		case <-waitDone:
+		}
+	}()
+	res, werr := tree.Wait()
+	close(waitDone)
+	stopWatch()
+	tree.Kill() // nothing of the tree outlives the call, even after a clean exit
+	out.Stdout, out.StdoutTruncated = stdout.finish()
+	out.Stderr, out.StderrTruncated = stderr.finish()
+	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	if werr != nil {
+		return nil, werr
+	}
+	out.Signal = res.Signal
+	if res.Started {
+		code := res.ExitCode
+		out.ExitCode = &code
+	} else {
+		out.Stderr = res.SpawnError + "\n" + out.Stderr
+	}
+	switch {
+	case killedBy == "timeout":
+		out.Killed = true
+		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
+	case strings.HasPrefix(killedBy, "memory"):
+		out.Killed = true
+		out.Stderr = killedBy + "\n" + out.Stderr
+	case killedBy == "cancelled":
+		out.Killed = true
+		out.Stderr = "killed: call cancelled\n" + out.Stderr
+	}
+	return out, nil
+}
+
+// commandPolicy is the allowlist for one command: system directories read-only, ro
+// mounts read-only, rw mounts and scratch writable; nothing else.
+func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.Sandbox {
+	sb := policy.Sandbox{AllowNetwork: network, AllowExec: true}
+	sb.ReadOnly = existing(systemReadOnly)
+	if network {
+		sb.ReadOnly = append(sb.ReadOnly, existing(networkReadOnly)...)
+	}
+	sb.Devices = existing(devices)
+	sb.ReadWrite = []string{scratch}
+	for _, m := range mounts {
+		if m.Writable {
+			sb.ReadWrite = append(sb.ReadWrite, m.Host)
+		} else {
+			sb.ReadOnly = append(sb.ReadOnly, m.Host)
+		}
+		if m.Source != "" {
+			sb.DenyWrite = append(sb.DenyWrite, m.Source)
+		}
+	}
+	return sb
+}
+
+// What ordinary tools need to start. /etc is an allowlist of its own: the loader
+// cache, alternatives links, TLS roots, time zone and name-service basics; not
+// passwd, shadow, hostname or anything else about this machine.
+var systemReadOnly = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
+	"/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/gai.conf",
+	"/etc/mime.types", "/etc/magic", "/etc/magic.mime", "/etc/inputrc", "/etc/terminfo",
+	"/etc/gitconfig", "/etc/locale.alias", "/etc/os-release",
+	"/proc", // other processes' secrets stay out: Landlock denies ptrace-mode access outside the sandbox
+}
+
+// Extra reads that resolving names needs, only when the network is allowed.
+var networkReadOnly = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/services", "/etc/protocols"}
+
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+func existing(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	seen := map[string]bool{}
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
+		out = append(out, real)
+	}
+	return out
+}
+
+// commandEnv is built from nothing: nothing of the server's environment leaks.
+func commandEnv(scratch string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		"HOME=" + scratch,
+		"TMPDIR=" + scratch,
+		"BASH_ENV=/dev/null",
+		"ENV=/dev/null",
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+	}
+	for _, ca := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+		if _, err := os.Stat(ca); err == nil {
+			env = append(env, "SSL_CERT_FILE="+ca, "CURL_CA_BUNDLE="+ca, "REQUESTS_CA_BUNDLE="+ca, "NODE_EXTRA_CA_CERTS="+ca)
+			break
+		}
+	}
+	if fi, err := os.Stat("/etc/ssl/certs"); err == nil && fi.IsDir() {
+		env = append(env, "SSL_CERT_DIR=/etc/ssl/certs")
+	}
+	return env
+}
+
+// removeScratch deletes a scratch dir whatever the child left in it: directories it
+// made unreadable or unwritable are opened up first; links are never followed.
+func removeScratch(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		} else if err != nil {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+// cappedPipe collects a child's output up to max bytes and drains (and drops) the
+// rest, so a flood neither blocks the child nor grows the server's memory.
+type cappedPipe struct {
+	max       int
+	what      string
+	r         *os.File
+	buf       []byte
+	truncated bool
+	done      chan struct{}
+}
+
+func (c *cappedPipe) open() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s pipe: %w", c.what, err)
+	}
+	c.r = r
+	c.done = make(chan struct{})
+	go c.drain()
+	return w, nil
+}
+
+func (c *cappedPipe) drain() {
+	defer close(c.done)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := c.r.Read(chunk)
+		if n > 0 {
+			if room := c.max - len(c.buf); room > 0 {
+				if n > room {
+					c.buf = append(c.buf, chunk[:room]...)
+					c.truncated = true
+				} else {
+					c.buf = append(c.buf, chunk[:n]...)
+				}
+			} else {
+				c.truncated = true
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// finish waits for the writer side to close (every process of the tree is gone by
+// then) and returns the text.
+func (c *cappedPipe) finish() (string, bool) {
+	select {
+	case <-c.done:
+	case <-time.After(2 * time.Second):
+		c.r.Close() // a descendant escaped the kill holding the pipe: do not hang
+		<-c.done
+	}
+	c.r.Close()
+	s := string(c.buf)
+	if c.truncated {
+		s += fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max)
+	}
+	return s, c.truncated
+}
+
+func (c *cappedPipe) abort() {
+	c.r.Close()
+	<-c.done
+}
+
+// execTool adapts ExecCommand to MCP: a spawn failure or a kill is a tool error that
+// still carries the result object; an ordinary non-zero exit is a result.
+func (s *Server) execTool(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, *ExecOutput, error) {
+	out, err := s.ExecCommand(ctx, &in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{IsError: out.ExitCode == nil || out.Killed}, out, nil
+}

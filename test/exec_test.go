@@ -1,0 +1,460 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+type execOut struct {
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	ExitCode        *int   `json:"exitCode"`
+	Killed          bool   `json:"killed"`
+	DurationMs      float64
+	StdoutTruncated bool `json:"stdoutTruncated"`
+	StderrTruncated bool `json:"stderrTruncated"`
+}
+
+func (o execOut) code() int {
+	if o.ExitCode == nil {
+		return -1000
+	}
+	return *o.ExitCode
+}
+
+func (s *session) exec(args map[string]any) (execOut, bool) {
+	s.t.Helper()
+	var o execOut
+	isErr := s.call("exec_command", args, &o)
+	return o, isErr
+}
+
+// toolsMount mounts the probe helper read-only at /mnt/tools.
+func toolsMount() map[string]any {
+	return map[string]any{"hostPath": toolsDir, "sandboxPath": "/mnt/tools", "mode": "ro"}
+}
+
+// probe runs the probe helper with extra mounts and returns its output and result.
+func (s *session) probe(mounts []map[string]any, extra map[string]any, args ...string) execOut {
+	s.t.Helper()
+	a := map[string]any{"command": append([]string{"/mnt/tools/probe"}, args...), "mounts": append([]map[string]any{toolsMount()}, mounts...)}
+	for k, v := range extra {
+		a[k] = v
+	}
+	o, _ := s.exec(a)
+	return o
+}
+
+// wantAllowed / wantDenied check a probe's verdict.
+func wantAllowed(t *testing.T, what string, o execOut) {
+	t.Helper()
+	if o.code() != 0 || !strings.HasPrefix(o.Stdout, "ok") {
+		t.Errorf("%s: want allowed, got exit %d stdout %q stderr %q", what, o.code(), o.Stdout, o.Stderr)
+	}
+}
+
+func wantDenied(t *testing.T, what string, o execOut) {
+	t.Helper()
+	if o.code() != 1 || !strings.HasPrefix(o.Stdout, "denied:") {
+		t.Errorf("%s: want denied, got exit %d stdout %q stderr %q", what, o.code(), o.Stdout, o.Stderr)
+	}
+}
+
+func bash(script string) []string {
+	return []string{"/bin/bash", "--noprofile", "--norc", "-c", script}
+}
+
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if err := jail.Probe().Check(nil); err != nil && jail.Probe().LandlockABI < jail.MinLandlockABI {
+		t.Skipf("this kernel cannot sandbox commands: %v", jail.Probe())
+	}
+}
+
+func TestExecBasics(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o, isErr := s.exec(map[string]any{"command": []string{"echo", "hi"}})
+	if isErr || o.Stdout != "hi\n" || o.code() != 0 || o.Killed {
+		t.Errorf("echo hi: isError=%v %+v", isErr, o)
+	}
+	if o, _ := s.exec(map[string]any{"command": bash("echo out; echo err >&2; exit 3")}); o.code() != 3 || o.Stdout != "out\n" || o.Stderr != "err\n" {
+		t.Errorf("exit 3: %+v", o)
+	}
+	o, isErr = s.exec(map[string]any{"command": []string{"no-such-program-xyz"}})
+	if !isErr || o.ExitCode != nil || !strings.Contains(o.Stderr, "no-such-program-xyz") {
+		t.Errorf("missing program: isError=%v %+v", isErr, o)
+	}
+	// Arguments arrive byte-exact.
+	weird := []string{"a b", "line1\nline2", "--leading-dash", "$(echo no)", "*", "'q'", `"dq"`, "", "ü✓"}
+	o = s.probe(nil, nil, append([]string{"args"}, weird...)...)
+	var want strings.Builder
+	for _, w := range weird {
+		fmt.Fprintf(&want, "[%s]\n", w)
+	}
+	if o.Stdout != want.String() {
+		t.Errorf("args: got %q want %q", o.Stdout, want.String())
+	}
+}
+
+func TestExecEnvironment(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o, _ := s.exec(map[string]any{"command": bash("env | sort; echo cwd=$(pwd); ulimit -c")})
+	if strings.Contains(o.Stdout, "canary-7c1e") || strings.Contains(o.Stdout, "AUTOBOX_") {
+		t.Errorf("server environment leaked: %s", o.Stdout)
+	}
+	for _, want := range []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "BASH_ENV=/dev/null", "ENV=/dev/null", "HOME=/"} {
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("env lacks %q:\n%s", want, o.Stdout)
+		}
+	}
+	var home string
+	for _, l := range strings.Split(o.Stdout, "\n") {
+		if strings.HasPrefix(l, "HOME=") {
+			home = strings.TrimPrefix(l, "HOME=")
+		}
+	}
+	if !strings.Contains(o.Stdout, "TMPDIR="+home) || !strings.Contains(o.Stdout, "cwd="+home) {
+		t.Errorf("TMPDIR and cwd should be the scratch dir %s:\n%s", home, o.Stdout)
+	}
+	// Only fds 0-2 are inherited; stdin is /dev/null; a new session with no terminal.
+	o = s.probe(nil, nil, "fds")
+	if o.Stdout != "fds 0,1,2,3\n" { // 3 is the probe's own handle on /proc/self/fd
+		t.Errorf("inherited fds: %q", o.Stdout)
+	}
+	o, _ = s.exec(map[string]any{"command": bash("readlink /proc/self/fd/0; cat; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; ps -o sid=,pid= -p $$ | awk '$1==$2{print \"session leader\"}'; tty")})
+	for _, want := range []string{"/dev/null", "NoNewPrivs:\t1", "Seccomp:\t2", "not a tty"} {
+		if !strings.Contains(o.Stdout, want) {
+			t.Errorf("want %q in:\n%s\n%s", want, o.Stdout, o.Stderr)
+		}
+	}
+	// The scratch dir is removed afterwards, even when the child made it hard to.
+	o, _ = s.exec(map[string]any{"command": bash("mkdir -p $HOME/locked/deep && touch $HOME/locked/deep/f && chmod 000 $HOME/locked/deep $HOME/locked && ln -s /etc $HOME/link && echo $HOME")})
+	scratch := strings.TrimSpace(o.Stdout)
+	if scratch == "" {
+		t.Fatalf("no scratch path: %+v", o)
+	}
+	if _, err := os.Lstat(scratch); !os.IsNotExist(err) {
+		t.Errorf("scratch dir %s still exists after the call (%v)", scratch, err)
+	}
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Errorf("removing the scratch dir followed its link: %v", err)
+	}
+}
+
+func TestExecFilesystem(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	ro, rw, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(ro, "a.txt"), "ro-data")
+	writeFile(t, filepath.Join(rw, "w.txt"), "rw-data")
+	writeFile(t, filepath.Join(outside, "secret.txt"), "secret")
+	mustSymlink(t, filepath.Join(outside, "secret.txt"), filepath.Join(rw, "escape"))
+	mustSymlink(t, "w.txt", filepath.Join(rw, "inside"))
+	mounts := []map[string]any{
+		toolsMount(),
+		{"hostPath": ro, "sandboxPath": "/mnt/ro", "mode": "ro"},
+		{"hostPath": rw, "sandboxPath": "/mnt/rw", "mode": "rw"},
+	}
+	run := func(script string) execOut {
+		o, _ := s.exec(map[string]any{"command": bash(script), "mounts": mounts})
+		return o
+	}
+	// Positive controls.
+	if o := run("cat /mnt/ro/a.txt /mnt/rw/w.txt /mnt/rw/inside"); o.Stdout != "ro-datarw-datarw-data" {
+		t.Errorf("reads in mounts: %+v", o)
+	}
+	if o := run("echo new > /mnt/rw/new.txt && mkdir /mnt/rw/d && ln -s w.txt /mnt/rw/l && mv /mnt/rw/new.txt /mnt/rw/d/ && ln /mnt/rw/w.txt /mnt/rw/hard && rm /mnt/rw/hard && echo done"); o.Stdout != "done\n" {
+		t.Errorf("writes in rw mount: %+v", o)
+	}
+	if o := run("ls /usr/bin/env >/dev/null && cat /etc/ssl/certs/ca-certificates.crt >/dev/null && echo ok"); o.Stdout != "ok\n" {
+		t.Errorf("system reads: %+v", o)
+	}
+	// Writes to the ro mount, every way.
+	for _, script := range []string{
+		"echo x > /mnt/ro/a.txt",
+		"echo x >> /mnt/ro/a.txt",
+		": > /mnt/ro/a.txt",
+		"truncate -s 0 /mnt/ro/a.txt",
+		"echo x > /mnt/ro/new.txt",
+		"mv /mnt/ro/a.txt /mnt/ro/b.txt",
+		"mv /mnt/ro/a.txt /mnt/rw/stolen.txt",
+		"rm /mnt/ro/a.txt",
+		"mkdir /mnt/ro/d",
+		"ln -s /etc/passwd /mnt/ro/l",
+		"ln /mnt/ro/a.txt /mnt/rw/hard",
+		"mkfifo /mnt/ro/f",
+	} {
+		if o := run(script); o.code() == 0 {
+			t.Errorf("%q on a ro mount succeeded", script)
+		}
+	}
+	if got := readFile(t, filepath.Join(ro, "a.txt")); got != "ro-data" {
+		t.Errorf("ro file changed to %q", got)
+	}
+	// Reads and writes outside the mounts.
+	home, _ := os.UserHomeDir()
+	for _, script := range []string{
+		"cat " + filepath.Join(outside, "secret.txt"),
+		"cat /mnt/rw/escape",
+		"ls " + outside,
+		"echo x > " + filepath.Join(outside, "new"),
+		"ln " + filepath.Join(outside, "secret.txt") + " /mnt/rw/hardlink",
+		"cat /etc/passwd",
+		"cat /etc/hostname",
+		"ls /root",
+		"ls " + home,
+		"ls /tmp",
+		"ls /home",
+		"echo x > /tmp/autobox-escape-test",
+		"ls " + s.state,
+	} {
+		if o := run(script); o.code() == 0 {
+			t.Errorf("%q outside the mounts succeeded: %q", script, o.Stdout)
+		}
+	}
+	if _, err := os.Stat("/tmp/autobox-escape-test"); err == nil {
+		os.Remove("/tmp/autobox-escape-test")
+		t.Error("a sandboxed command wrote to /tmp")
+	}
+	if _, err := os.Stat(filepath.Join(rw, "hardlink")); err == nil {
+		t.Error("a hard link to a file outside the mounts was created")
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExecNetwork(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	u, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	on := map[string]any{"allowNetwork": true}
+	wantAllowed(t, "tcp with allowNetwork", s.probe(nil, on, "tcp", l.Addr().String()))
+	wantDenied(t, "tcp without allowNetwork", s.probe(nil, nil, "tcp", l.Addr().String()))
+	wantAllowed(t, "udp with allowNetwork", s.probe(nil, on, "udp", u.LocalAddr().String()))
+	wantDenied(t, "udp without allowNetwork", s.probe(nil, nil, "udp", u.LocalAddr().String()))
+	wantAllowed(t, "listen with allowNetwork", s.probe(nil, on, "listen-tcp"))
+	wantDenied(t, "listen without allowNetwork", s.probe(nil, nil, "listen-tcp"))
+	// Raw socket families: AF_INET6=10, AF_NETLINK=16, AF_PACKET=17; AF_UNIX=1 stays allowed.
+	for _, fam := range []string{"2", "10", "16", "17"} {
+		wantDenied(t, "socket family "+fam, s.probe(nil, nil, "socket", fam, "2"))
+	}
+	wantAllowed(t, "AF_UNIX socket", s.probe(nil, nil, "socket", "1", "1"))
+
+	// Abstract unix sockets outside the sandbox are out of reach (Landlock scoping).
+	if jail.Probe().LandlockABI < 6 {
+		t.Skip("Landlock ABI < 6: abstract unix sockets are not scoped on this kernel")
+	}
+	name := fmt.Sprintf("@autobox-test-%d", os.Getpid())
+	ul, err := net.Listen("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	wantDenied(t, "abstract unix socket outside", s.probe(nil, on, "unix", name))
+	// Positive control: a pathname socket in a mount is reachable.
+	sockDir := t.TempDir()
+	pl, err := net.Listen("unix", filepath.Join(sockDir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	go func() {
+		for {
+			c, err := pl.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	wantAllowed(t, "pathname unix socket in a mount", s.probe([]map[string]any{{"hostPath": sockDir, "sandboxPath": "/mnt/sock", "mode": "rw"}}, nil, "unix", "/mnt/sock/s"))
+}
+
+func TestExecProcesses(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	server := fmt.Sprint(s.cmd.Process.Pid)
+	// Signals and ptrace out of the sandbox are denied; inside they work.
+	if jail.Probe().LandlockABI >= 6 {
+		wantDenied(t, "signal to the server", s.probe(nil, nil, "kill", server, "0"))
+		wantDenied(t, "signal to init", s.probe(nil, nil, "kill", "1", "0"))
+	}
+	if o, _ := s.exec(map[string]any{"command": bash("sleep 5 & kill $! && wait $!; echo status=$?")}); o.Stdout != "status=143\n" {
+		t.Errorf("signal inside the sandbox: %+v", o)
+	}
+	wantDenied(t, "ptrace the server", s.probe(nil, nil, "ptrace", server))
+	wantDenied(t, "unshare a user namespace", s.probe(nil, nil, "unshare"))
+	// The server's /proc entries are out of reach; the command's own are not.
+	for _, p := range []string{"/proc/" + server + "/environ", "/proc/" + server + "/root/etc/hostname", "/proc/" + server + "/mem"} {
+		wantDenied(t, p, s.probe(nil, nil, "read", p))
+	}
+	wantDenied(t, "readlink server cwd", s.probe(nil, nil, "readlink", "/proc/"+server+"/cwd"))
+	wantAllowed(t, "own /proc/self/status", s.probe(nil, nil, "read", "/proc/self/status"))
+}
+
+func TestExecKillsWholeTree(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	marker := fmt.Sprintf("31.%d", os.Getpid()%1000+100)
+	// setsid + double fork + ignoring SIGTERM, both on timeout and after a normal exit.
+	scripts := map[string]map[string]any{
+		"timeout": {"command": bash("trap '' TERM; setsid bash -c '(trap \"\" TERM; exec sleep " + marker + ") &' ; (sleep " + marker + " &) ; sleep " + marker), "timeoutMs": 300},
+		"exit":    {"command": bash("setsid bash -c '(trap \"\" TERM HUP; exec sleep " + marker + ") &' ; (nohup sleep " + marker + " >/dev/null 2>&1 &); echo started")},
+	}
+	for name, args := range scripts {
+		o, _ := s.exec(args)
+		if name == "timeout" && (!o.Killed || !strings.Contains(o.Stderr, "timeout")) {
+			t.Errorf("%s: want killed by timeout, got %+v", name, o)
+		}
+		if name == "exit" && (o.Killed || o.Stdout != "started\n") {
+			t.Errorf("%s: %+v", name, o)
+		}
+		if pids := findProcs("sleep " + marker); len(pids) > 0 {
+			t.Errorf("%s: %d processes of the call survived it: %v", name, len(pids), pids)
+		}
+	}
+}
+
+// findProcs lists live processes whose command line contains s.
+func findProcs(s string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			var pid int
+			fmt.Sscan(filepath.Base(d), &pid)
+			if alive(pid) {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+func TestExecLimits(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	// Memory: a hog is killed by the RSS watchdog; the same program within budget runs.
+	o := s.probe(nil, map[string]any{"memoryMb": 64, "timeoutMs": 10000}, "hog", "200")
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "memory limit exceeded") || !strings.Contains(o.Stderr, "RSS watchdog") {
+		t.Errorf("memory hog: %+v", o)
+	}
+	o = s.probe(nil, map[string]any{"memoryMb": 128, "timeoutMs": 10000, "command": []string{"/mnt/tools/probe", "hog", "20"}}, "hog", "20")
+	if o.Killed || !strings.Contains(o.Stdout, "ok allocated 20 MB") {
+		t.Errorf("within budget: %+v", o)
+	}
+	// Output floods are truncated at 256 KB / 64 KB and say so.
+	o, _ = s.exec(map[string]any{"command": bash("head -c 5000000 /dev/zero | tr '\\0' x; head -c 1000000 /dev/zero | tr '\\0' y >&2")})
+	if !o.StdoutTruncated || !o.StderrTruncated || !strings.Contains(o.Stdout, "stdout truncated at 262144 bytes") || len(o.Stdout) > 262144+100 || len(o.Stderr) > 65536+100 {
+		t.Errorf("flood: stdout %d bytes (truncated %v), stderr %d bytes (truncated %v)", len(o.Stdout), o.StdoutTruncated, len(o.Stderr), o.StderrTruncated)
+	}
+	if o.code() != 0 {
+		t.Errorf("flood exit code %d", o.code())
+	}
+	// Timeout.
+	o, isErr := s.exec(map[string]any{"command": []string{"sleep", "10"}, "timeoutMs": 200})
+	if !isErr || !o.Killed || o.code() == 0 {
+		t.Errorf("timeout: isError=%v %+v", isErr, o)
+	}
+}
+
+func TestExecPathRewriting(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	data, other := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(data, "f.txt"), "data")
+	writeFile(t, filepath.Join(data, "sub dir", "g.txt"), "spaced")
+	mounts := []map[string]any{toolsMount(), {"hostPath": data, "sandboxPath": "/mnt/ws", "mode": "ro"}, {"hostPath": other, "sandboxPath": "/mnt/ws2", "mode": "rw"}}
+	o, _ := s.exec(map[string]any{"command": []string{"/mnt/tools/probe", "args", "/mnt/ws/f.txt", "--in=/mnt/ws/f.txt", "/mnt/ws2/x", "/mnt/wsx/y", "x/mnt/ws/f", "/mnt/ws"}, "mounts": mounts})
+	want := fmt.Sprintf("[%s/f.txt]\n[--in=%s/f.txt]\n[%s/x]\n[/mnt/wsx/y]\n[x/mnt/ws/f]\n[%s]\n", data, data, other, data)
+	if o.Stdout != want {
+		t.Errorf("rewriting:\n got %q\nwant %q", o.Stdout, want)
+	}
+	o, _ = s.exec(map[string]any{"command": bash("cat /mnt/ws/f.txt '/mnt/ws/sub dir/g.txt'"), "mounts": mounts})
+	if o.Stdout != "dataspaced" {
+		t.Errorf("bash -c text: %+v", o)
+	}
+	o, _ = s.exec(map[string]any{"command": bash("cat f.txt; pwd"), "mounts": mounts, "cwd": "/mnt/ws"})
+	if o.Stdout != "data"+data+"\n" {
+		t.Errorf("cwd as sandbox path: %+v", o)
+	}
+	for _, cwd := range []string{"/etc", "/mnt/nowhere", "relative", "/mnt/ws/missing"} {
+		res := s.callRaw("exec_command", map[string]any{"command": []string{"pwd"}, "mounts": mounts, "cwd": cwd})
+		if !res.IsError {
+			t.Errorf("cwd %q accepted", cwd)
+		}
+	}
+}
+
+func TestExecArgumentValidation(t *testing.T) {
+	s := start(t)
+	cases := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{}, "command"},
+		{map[string]any{"command": []string{}}, "command is required"},
+		{map[string]any{"command": "ls -la"}, "command"},
+		{map[string]any{"command": []any{"ls", 5}}, "command"},
+		{map[string]any{"command": []string{""}}, "empty"},
+		{map[string]any{"command": []string{"echo", "a\x00b"}}, "NUL"},
+		{map[string]any{"command": []string{"true"}, "timeoutMs": 0}, "timeoutMs must be between 1 and 30000"},
+		{map[string]any{"command": []string{"true"}, "timeoutMs": 30001}, "timeoutMs must be between 1 and 30000"},
+		{map[string]any{"command": []string{"true"}, "memoryMb": 15}, "memoryMb must be between 16 and 2048"},
+		{map[string]any{"command": []string{"true"}, "memoryMb": 4096}, "memoryMb must be between 16 and 2048"},
+		{map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": "/tmp", "sandboxPath": "/mnt/t", "mode": "write"}}}, `mode "write"`},
+	}
+	for _, c := range cases {
+		res := s.callRaw("exec_command", c.args)
+		if !res.IsError || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("%v: want tool error mentioning %q, got isError=%v %s", c.args, c.want, res.IsError, textOf(res))
+		}
+	}
+	if o, _ := s.exec(map[string]any{"command": []string{"true"}}); o.code() != 0 {
+		t.Errorf("session broken after bad input: %+v", o)
+	}
+}
