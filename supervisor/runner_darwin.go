@@ -1,0 +1,48 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/autobox-dev/autobox/seatbelt"
+)
+
+// seatbeltRunner runs commands under /usr/bin/sandbox-exec.
+type seatbeltRunner struct{ unsafe bool }
+
+func newRunner(exe string, unsafe bool) runner { return &seatbeltRunner{unsafe: unsafe} }
+
+// ErrSandboxUnavailable: the host cannot enforce what a call needs.
+var ErrSandboxUnavailable = errors.New("sandbox unavailable")
+
+func (r *seatbeltRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
+	if err := seatbelt.Available(); err != nil && !c.Unsafe {
+		return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
+	}
+	t, err := seatbelt.Start(&seatbelt.Spec{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Sandbox: c.Sandbox, Unsafe: c.Unsafe}, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return seatbeltTree{t}, nil
+}
+
+type seatbeltTree struct{ t *seatbelt.Tree }
+
+func (s seatbeltTree) Pid() int { return s.t.Pid() }
+func (s seatbeltTree) Kill()    { s.t.Kill() }
+func (s seatbeltTree) Wait() (exitResult, error) {
+	r, err := s.t.Wait()
+	return exitResult{Started: r.Started, SpawnError: r.SpawnError, ExitCode: r.ExitCode, Signal: r.Signal}, err
+}
+
+// workerArgv runs the JS worker under a deny-by-default seatbelt profile.
+func workerArgv(exe string, log *slog.Logger) ([]string, error) {
+	if err := seatbelt.Available(); err != nil {
+		log.Warn("sandbox-exec is missing: JS workers run WITHOUT a seatbelt profile", "err", err)
+		return []string{exe, "worker", "js"}, nil
+	}
+	profile, params := seatbelt.WorkerProfile(exe)
+	return seatbelt.Args(profile, params, []string{exe, "worker", "js"}), nil
+}

@@ -1,0 +1,29 @@
+//go:build !linux && !darwin
+
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+)
+
+// ErrSandboxUnavailable: the host cannot enforce what a call needs.
+var ErrSandboxUnavailable = errors.New("sandbox unavailable")
+
+// refusingRunner: no OS sandbox exists on this platform, so exec_command is refused
+// unless the server was started with the explicit unsafe flag.
+type refusingRunner struct{}
+
+func newRunner(exe string, unsafe bool) runner { return refusingRunner{} }
+
+func (refusingRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
+	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
+}
+
+func workerArgv(exe string, log *slog.Logger) ([]string, error) {
+	log.Warn("no OS sandbox on this platform: JS workers run unjailed (V8 isolation only)")
+	return []string{exe, "worker", "js"}, nil
+}
