@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // Version is the autobox version, set at build time with -ldflags.
@@ -30,6 +30,9 @@ type Options struct {
 	// Unsafe lets exec_command run without an OS sandbox on a host that has none.
 	// It is loud: the server says so at start-up and in every result.
 	Unsafe bool
+	// StateDir holds workspace records and the operation lock; "" means
+	// $AUTOBOX_STATE_DIR, else the platform default (see package store).
+	StateDir string
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
 }
@@ -41,6 +44,7 @@ type Server struct {
 	log  *slog.Logger
 	pool   *pool
 	runner runner
+	store  *store.Store
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
@@ -61,6 +65,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("finding the autobox binary: %w", err)
 	}
 	s.exe = exe
+	if s.store, err = store.Open(store.Options{StateDir: opts.StateDir}); err != nil {
+		return nil, fmt.Errorf("opening the workspace store: %w", err)
+	}
 	size := opts.PoolSize
 	if size <= 0 {
 		size = 2
@@ -99,6 +106,11 @@ func (s *Server) MCPServer() *mcp.Server {
 		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.execTool)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "copy_then_sync",
+		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts; sync: apply workspace changes to the host (conflicts abort with nothing applied); discard: delete the workspace. The host source is unchanged until sync.",
+		Annotations: &mcp.ToolAnnotations{Title: "Workspace copy and sync", DestructiveHint: &t, OpenWorldHint: &f},
+	}, s.workspaceTool)
 	return srv
 }
 
@@ -107,12 +119,3 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	return s.MCPServer().Run(ctx, t)
 }
 
-// resolveMounts validates a call's mounts.
-func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error) {
-	return policy.ResolveMounts(specs, nil, nil)
-}
-
-// lockWorkspaces holds the workspace operation lock while a call uses a workspace.
-func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (func(), error) {
-	return func() {}, nil
-}

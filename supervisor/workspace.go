@@ -1,0 +1,129 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/store"
+)
+
+// WorkspaceInput is the copy_then_sync argument object.
+type WorkspaceInput struct {
+	Action      string   `json:"action" jsonschema:"create, status, sync or discard"`
+	HostPath    string   `json:"hostPath,omitempty" jsonschema:"create: absolute existing source directory"`
+	SandboxPath string   `json:"sandboxPath,omitempty" jsonschema:"create: absolute sandbox path the workspace is mounted at, e.g. /mnt/project; not /"`
+	StoragePath string   `json:"storagePath,omitempty" jsonschema:"create: absolute storage directory outside the source (default: the user's data dir)"`
+	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: clone (default; copy-on-write required) or auto (ordinary copy allowed)"`
+	Excludes    []string `json:"excludes,omitempty" jsonschema:"create: exact relative paths or subtrees to leave out, e.g. node_modules"`
+	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, discard: the id returned by create"`
+}
+
+// Workspace runs one copy_then_sync action; the result is the store's result object
+// (the seed's shapes). ok:false results (conflicts, an interrupted sync) are results,
+// not errors.
+func (s *Server) Workspace(ctx context.Context, in *WorkspaceInput) (any, bool, error) {
+	switch in.Action {
+	case "create":
+		if in.WorkspaceID != "" {
+			return nil, false, fmt.Errorf("%w: create takes no workspaceId", policy.ErrInvalid)
+		}
+		if in.HostPath == "" || in.SandboxPath == "" {
+			return nil, false, fmt.Errorf("%w: create needs hostPath and sandboxPath", policy.ErrInvalid)
+		}
+		r, err := s.store.Create(ctx, store.CreateRequest{HostPath: in.HostPath, SandboxPath: in.SandboxPath, StoragePath: in.StoragePath, CopyMode: in.CopyMode, Excludes: in.Excludes})
+		if err != nil {
+			return nil, false, err
+		}
+		return r, r.OK, nil
+	case "status", "sync", "discard":
+		var extra []string
+		for name, set := range map[string]bool{"hostPath": in.HostPath != "", "sandboxPath": in.SandboxPath != "", "storagePath": in.StoragePath != "", "copyMode": in.CopyMode != "", "excludes": in.Excludes != nil} {
+			if set {
+				extra = append(extra, name)
+			}
+		}
+		if len(extra) > 0 {
+			return nil, false, fmt.Errorf("%w: %s accepts only workspaceId; %s are fixed at create", policy.ErrInvalid, in.Action, strings.Join(sorted(extra), ", "))
+		}
+		if in.WorkspaceID == "" {
+			return nil, false, fmt.Errorf("%w: %s needs workspaceId", policy.ErrInvalid, in.Action)
+		}
+		switch in.Action {
+		case "status":
+			r, err := s.store.Status(ctx, in.WorkspaceID)
+			if err != nil {
+				return nil, false, err
+			}
+			return r, r.OK, nil
+		case "sync":
+			r, err := s.store.Sync(ctx, in.WorkspaceID)
+			if err != nil {
+				return nil, false, err
+			}
+			return r, r.OK, nil
+		default:
+			r, err := s.store.Discard(ctx, in.WorkspaceID)
+			if err != nil {
+				return nil, false, err
+			}
+			return r, r.OK, nil
+		}
+	case "":
+		return nil, false, fmt.Errorf("%w: action is required: create, status, sync or discard", policy.ErrInvalid)
+	}
+	return nil, false, fmt.Errorf("%w: action %q is not create, status, sync or discard", policy.ErrInvalid, in.Action)
+}
+
+func sorted(s []string) []string {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s
+}
+
+// workspaceTool adapts Workspace to MCP. Failures are tool errors; ok:false results
+// (conflicts, interrupted syncs) are tool errors that carry the result object.
+func (s *Server) workspaceTool(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceInput) (*mcp.CallToolResult, any, error) {
+	out, ok, err := s.Workspace(ctx, &in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{IsError: !ok}, out, nil
+}
+
+// resolveMounts validates a call's mounts; {workspaceId} mounts resolve through the
+// store, and raw host mounts may not overlap the store's own directories.
+func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	lookup := func(id string) (*policy.Workspace, error) {
+		ws, err := s.store.Lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		return &policy.Workspace{Work: ws.Work, SandboxPath: ws.SandboxPath, Source: ws.Source}, nil
+	}
+	return policy.ResolveMounts(specs, lookup, s.store.ManagedPaths())
+}
+
+// lockWorkspaces holds the workspace operation lock while a call uses a workspace, so
+// a sync cannot run under it (and another autobox process gets the busy error).
+func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (func(), error) {
+	for _, m := range mounts {
+		if m.WorkspaceID != "" {
+			return s.store.Lock(ctx)
+		}
+	}
+	return func() {}, nil
+}
+
+
