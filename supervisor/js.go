@@ -22,13 +22,13 @@ const killGrace = 500 * time.Millisecond
 
 // JSInput is the execute_js argument object.
 type JSInput struct {
-	Code          string              `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok) or statements with return; await is allowed"`
-	TimeoutMs     *int                `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 800, max 10000)"`
-	MemoryMb      *int                `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB (default 32, 8-512)"`
-	AllowNetwork  bool                `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s)"`
-	Mounts        []policy.MountSpec  `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId} for host.readFile/writeFile/listDir"`
-	MaxReadBytes  *int64              `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge (default 1000000, max 50000000)"`
-	MaxWriteBytes *int64              `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge (default 1000000, max 50000000)"`
+	Code          string             `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok) or statements with return; await is allowed"`
+	TimeoutMs     *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 800, max 10000)"`
+	MemoryMb      *int               `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB (default 32, 8-512)"`
+	AllowNetwork  bool               `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s)"`
+	Mounts        []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId} for host.readFile/writeFile/listDir"`
+	MaxReadBytes  *int64             `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge (default 1000000, max 50000000)"`
+	MaxWriteBytes *int64             `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge (default 1000000, max 50000000)"`
 }
 
 // JSOutput is the execute_js result.

@@ -39,9 +39,9 @@ type Options struct {
 
 // Server holds everything a session needs. Methods are safe for concurrent use.
 type Server struct {
-	opts Options
-	exe  string
-	log  *slog.Logger
+	opts   Options
+	exe    string
+	log    *slog.Logger
 	pool   *pool
 	runner runner
 	store  *store.Store
@@ -118,4 +118,3 @@ func (s *Server) MCPServer() *mcp.Server {
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	return s.MCPServer().Run(ctx, t)
 }
-

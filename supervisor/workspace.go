@@ -125,5 +125,3 @@ func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (fun
 	}
 	return func() {}, nil
 }
-
-
