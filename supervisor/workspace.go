@@ -99,6 +99,15 @@ func (s *Server) workspaceTool(ctx context.Context, _ *mcp.CallToolRequest, in W
 	return &mcp.CallToolResult{IsError: !ok}, out, nil
 }
 
+// ListWorkspaces lists every workspace with its source, age and whether it has
+// unsynced changes.
+func (s *Server) ListWorkspaces(ctx context.Context) ([]store.Summary, error) {
+	return s.store.List(ctx)
+}
+
+// StateDir is where workspace records and the operation lock live.
+func (s *Server) StateDir() string { return s.store.StateDir() }
+
 // resolveMounts validates a call's mounts; {workspaceId} mounts resolve through the
 // store, and raw host mounts may not overlap the store's own directories.
 func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error) {
