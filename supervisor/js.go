@@ -208,3 +208,29 @@ func (s *Server) jsTool(ctx context.Context, _ *mcp.CallToolRequest, in JSInput)
 	}
 	return &mcp.CallToolResult{IsError: !out.OK}, out, nil
 }
+
+// ProbeWorkerJail takes a warm JS worker and asks it to open each path instead of
+// running code: on a jailed worker every attempt fails. It returns one line per
+// attempt and the worker's pid.
+func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string, error) {
+	w, err := s.pool.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		go w.kill()
+		s.pool.refill()
+	}()
+	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeProbe, Probe: paths}); err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-w.frames:
+		if f.err != nil || f.msg.Result == nil {
+			return nil, fmt.Errorf("JS worker: %s", w.describeExit(f.err))
+		}
+		return f.msg.Result.Logs, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -49,7 +49,9 @@ func (w *jsWorker) kill() {
 // its OS thread: Linux sends Pdeathsig when the *thread* that forked a child exits,
 // so that thread must live as long as the server.
 type pool struct {
-	argv    []string // command line of a worker (exe first)
+	argv    []string     // command line of a worker (exe first)
+	prepare func() error // run once on the spawner thread before the first spawn (may be nil)
+	devnull *os.File     // stdin/stdout of workers, opened before the spawner thread is restricted
 	size    int
 	log     *slog.Logger
 	ready   chan *jsWorker
@@ -68,27 +70,46 @@ type spawnResult struct {
 	err error
 }
 
-func newPool(argv []string, size int, log *slog.Logger) *pool {
+func newPool(argv []string, prepare func() error, size int, log *slog.Logger) (*pool, error) {
 	if size < 1 {
 		size = 1
 	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
 	p := &pool{
-		argv: argv, size: size, log: log,
+		argv: argv, prepare: prepare, devnull: devnull, size: size, log: log,
 		ready:   make(chan *jsWorker, size),
 		spawnRq: make(chan chan spawnResult),
 		stop:    make(chan struct{}),
 		live:    map[*jsWorker]bool{},
 	}
+	ready := make(chan error, 1)
 	p.wg.Add(1)
-	go p.spawner()
+	go p.spawner(ready)
+	if err := <-ready; err != nil {
+		p.wg.Wait()
+		devnull.Close()
+		return nil, fmt.Errorf("preparing the JS worker spawner: %w", err)
+	}
 	p.refill()
-	return p
+	return p, nil
 }
 
-// spawner owns the thread that forks workers.
-func (p *pool) spawner() {
+// spawner owns the thread that forks workers. The thread is restricted once by
+// prepare (see workerLaunch) and never unlocked, so it lives as long as the server and
+// no other goroutine ever runs on it.
+func (p *pool) spawner(ready chan<- error) {
 	defer p.wg.Done()
-	runtime.LockOSThread() // never unlocked: the thread must outlive every worker
+	runtime.LockOSThread()
+	if p.prepare != nil {
+		if err := p.prepare(); err != nil {
+			ready <- err
+			return // the goroutine exits locked, so the runtime retires the thread
+		}
+	}
+	ready <- nil
 	for {
 		select {
 		case <-p.stop:
@@ -125,6 +146,7 @@ func (p *pool) start() (*jsWorker, error) {
 	w := &jsWorker{toW: toWw, frames: make(chan frameOrErr, 4), exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env = []string{}
+	cmd.Stdin, cmd.Stdout = p.devnull, p.devnull // no opens on the restricted thread
 	cmd.ExtraFiles = []*os.File{toWr, fromWw}
 	cmd.Stderr = w.stderr
 	cmd.SysProcAttr = workerSysProcAttr()
@@ -244,6 +266,7 @@ func (p *pool) close() {
 		w.kill()
 	}
 	p.wg.Wait()
+	p.devnull.Close()
 }
 
 // describeExit says why a worker stopped talking.

@@ -37,12 +37,12 @@ func (s seatbeltTree) Wait() (exitResult, error) {
 	return exitResult{Started: r.Started, SpawnError: r.SpawnError, ExitCode: r.ExitCode, Signal: r.Signal}, err
 }
 
-// workerArgv runs the JS worker under a deny-by-default seatbelt profile.
-func workerArgv(exe string, log *slog.Logger) ([]string, error) {
+// workerLaunch runs the JS worker under a deny-by-default seatbelt profile.
+func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) {
 	if err := seatbelt.Available(); err != nil {
 		log.Warn("sandbox-exec is missing: JS workers run WITHOUT a seatbelt profile", "err", err)
-		return []string{exe, "worker", "js"}, nil
+		return []string{exe, "worker", "js", "--unjailed"}, nil, nil
 	}
 	profile, params := seatbelt.WorkerProfile(exe)
-	return seatbelt.Args(profile, params, []string{exe, "worker", "js"}), nil
+	return seatbelt.Args(profile, params, []string{exe, "worker", "js", "--jailed"}), nil, nil
 }

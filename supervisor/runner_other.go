@@ -23,7 +23,7 @@ func (refusingRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
 }
 
-func workerArgv(exe string, log *slog.Logger) ([]string, error) {
+func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) {
 	log.Warn("no OS sandbox on this platform: JS workers run unjailed (V8 isolation only)")
-	return []string{exe, "worker", "js"}, nil
+	return []string{exe, "worker", "js", "--unjailed"}, nil, nil
 }

@@ -35,6 +35,10 @@ type Options struct {
 	StateDir string
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
+
+	// noWorkerJail starts JS workers unjailed: only this package's tests set it, as
+	// the positive control of the jail tests.
+	noWorkerJail bool
 }
 
 // Server holds everything a session needs. Methods are safe for concurrent use.
@@ -72,11 +76,16 @@ func New(opts Options) (*Server, error) {
 	if size <= 0 {
 		size = 2
 	}
-	argv, err := workerArgv(exe, s.log)
+	argv, prepare, err := workerLaunch(exe, s.log)
 	if err != nil {
 		return nil, err
 	}
-	s.pool = newPool(argv, size, s.log)
+	if opts.noWorkerJail {
+		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
+	}
+	if s.pool, err = newPool(argv, prepare, size, s.log); err != nil {
+		return nil, err
+	}
 	s.runner = newRunner(exe, opts.Unsafe)
 	if opts.Unsafe {
 		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")

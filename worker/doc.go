@@ -4,14 +4,14 @@
 //
 // Lifecycle on Linux:
 //
-//	supervisor spawns `autobox worker js` (fds 3 = from supervisor, 4 = to supervisor)
-//	  stage 1: the main thread (locked since init) applies no_new_privs, a Landlock
-//	           ruleset that allows reading and executing only the binary and the shared
-//	           libraries it maps, and a seccomp filter; then it re-execs itself.
-//	  stage 2: every thread of the new image descends from that thread, so every
-//	           thread (including those V8 starts) is confined. It forbids further
-//	           execve on all threads (seccomp TSYNC), warms V8, says "ready".
+//	the supervisor's spawner thread restricted itself once: no_new_privs, a Landlock
+//	ruleset that allows reading and executing only the autobox binary and the shared
+//	libraries it maps, and a seccomp filter (no sockets but AF_UNIX, no ptrace, ...)
+//	  └─ fork+exec `autobox worker js --jailed` from that thread (fds 3 and 4 = pipes)
+//	       every thread of the new image descends from the confined thread, so every
+//	       thread V8 will start is confined too; the worker forbids execve on all
+//	       threads (seccomp TSYNC), warms V8 on a thread that is not the main one, says
+//	       "ready", serves one call and exits.
 //
-// On macOS the supervisor starts the worker under a deny-by-default seatbelt profile
-// instead, and there is no stage 1.
+// On macOS the supervisor starts the worker under a deny-by-default seatbelt profile.
 package worker

@@ -63,6 +63,10 @@ func serve() int {
 		return 74
 	}
 	msg, err := proto.Read(in)
+	if err == nil && msg.Type == proto.TypeProbe {
+		_ = proto.Write(out, &proto.Message{Type: proto.TypeResult, Result: probe(msg.Probe)})
+		return 0
+	}
 	if err != nil || msg.Type != proto.TypeRun || msg.Run == nil {
 		return 0 // the supervisor went away or retired this worker
 	}
@@ -71,6 +75,30 @@ func serve() int {
 		return 75
 	}
 	return 0
+}
+
+// probe tries to open each path, from this thread and from a fresh one, and reports
+// "<path>: opened" or "<path>: <error>" per attempt.
+func probe(paths []string) *proto.Result {
+	res := &proto.Result{OK: true, Result: []byte("null")}
+	try := func(p string) string {
+		f, err := os.Open(p)
+		if err != nil {
+			return err.Error()
+		}
+		f.Close()
+		return "opened"
+	}
+	for _, p := range paths {
+		res.Logs = append(res.Logs, p+": "+try(p))
+		other := make(chan string)
+		go func() {
+			runtime.LockOSThread() // a thread of its own, exits with the goroutine
+			other <- try(p)
+		}()
+		res.Logs = append(res.Logs, p+" (another thread): "+<-other)
+	}
+	return res
 }
 
 // heapFlags are the V8 flags for a heap of memoryMb.

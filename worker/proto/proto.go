@@ -12,6 +12,9 @@
 //	    |  <------------------ result {ok, result, ...} -  |
 //	    |                                                 |  exits
 //
+// Instead of run, the supervisor may send probe {paths}: the worker tries to open
+// each path and answers with a result whose logs hold one line per path, then exits.
+//
 // A worker that dies before "result" (heap limit, signal, kill after the timeout
 // grace) fails only its own call; the supervisor reads the worker's stderr to tell a
 // V8 heap exhaustion from other crashes.
@@ -32,6 +35,9 @@ const (
 	TypeBridge = "bridge"
 	TypeReply  = "reply"
 	TypeResult = "result"
+	// TypeProbe asks a ready worker, instead of a run, to try to open files and say
+	// what happened: `autobox doctor` and the tests use it to prove the jail holds.
+	TypeProbe = "probe"
 )
 
 // MaxFrame bounds one frame: the largest bridge payload (50 MB of file data, JSON
@@ -43,11 +49,12 @@ var ErrFrameTooLarge = errors.New("frame exceeds the maximum size")
 
 // Message is one frame. Exactly one of the pointer fields matches Type.
 type Message struct {
-	Type   string  `json:"type"`
-	Run    *Run    `json:"run,omitempty"`
-	Bridge *Bridge `json:"bridge,omitempty"`
-	Reply  *Reply  `json:"reply,omitempty"`
-	Result *Result `json:"result,omitempty"`
+	Type   string   `json:"type"`
+	Run    *Run     `json:"run,omitempty"`
+	Bridge *Bridge  `json:"bridge,omitempty"`
+	Reply  *Reply   `json:"reply,omitempty"`
+	Result *Result  `json:"result,omitempty"`
+	Probe  []string `json:"probe,omitempty"`
 }
 
 // Run asks the worker to run one call.

@@ -1,0 +1,146 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+// testBin is the autobox binary built by TestMain: workers are the real binary.
+var testBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "autobox-supervisor-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testBin = filepath.Join(dir, "autobox")
+	build := exec.Command("go", "build", "-o", testBin, "../cmd/autobox")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building autobox:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newTestServer(t *testing.T, jailed bool) *Server {
+	t.Helper()
+	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), noWorkerJail: !jailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// workerPids waits for the pool's warm worker and returns the pids of live workers.
+func workerPids(t *testing.T, s *Server) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.pool.mu.Lock()
+		var pids []int
+		for w := range s.pool.live {
+			pids = append(pids, w.cmd.Process.Pid)
+		}
+		s.pool.mu.Unlock()
+		if len(pids) > 0 && len(s.pool.ready) > 0 {
+			return pids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no warm JS worker within 10s")
+	return nil
+}
+
+// TestWorkerEveryThreadRestricted reads the status of every thread of a warm worker
+// (V8 has started its own threads by then): each has no_new_privs and both seccomp
+// filters, the one inherited from the restricted spawner thread (which was applied
+// together with Landlock) and the exec ban installed with TSYNC.
+func TestWorkerEveryThreadRestricted(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux jail")
+	}
+	if st := jail.Probe(); st.LandlockABI < jail.MinLandlockABI {
+		t.Skipf("host cannot jail workers: %s", st)
+	}
+	s := newTestServer(t, true)
+	for _, pid := range workerPids(t, s) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+		if len(tasks) < 2 {
+			t.Fatalf("worker %d has %d threads; expected V8's threads too", pid, len(tasks))
+		}
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // thread exited
+			}
+			st := string(b)
+			for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2", "Seccomp_filters:\t2"} {
+				if !strings.Contains(st, want) {
+					t.Errorf("%s lacks %q", f, want)
+				}
+			}
+		}
+	}
+	// The positive control: an unjailed worker's threads carry no filter.
+	u := newTestServer(t, false)
+	for _, pid := range workerPids(t, u) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if !strings.Contains(string(b), "Seccomp:\t0") {
+			t.Errorf("unjailed worker %d has a seccomp filter", pid)
+		}
+	}
+}
+
+// TestWorkerCannotOpenFiles asks a jailed worker to open files from two threads: all
+// fail; an unjailed worker opens the same files.
+func TestWorkerCannotOpenFiles(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux jail")
+	}
+	if st := jail.Probe(); st.LandlockABI < jail.MinLandlockABI {
+		t.Skipf("host cannot jail workers: %s", st)
+	}
+	file := filepath.Join(t.TempDir(), "readable.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{file, "/etc/hostname", "/proc/self/status", "/dev/null"}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	lines, err := newTestServer(t, true).ProbeWorkerJail(ctx, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2*len(paths) {
+		t.Fatalf("probe lines: %q", lines)
+	}
+	for _, l := range lines {
+		if strings.HasSuffix(l, ": opened") {
+			t.Errorf("jailed worker: %s", l)
+		}
+	}
+	lines, err = newTestServer(t, false).ProbeWorkerJail(ctx, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ": opened") {
+			t.Errorf("unjailed worker (positive control): %s", l)
+		}
+	}
+}
