@@ -1,0 +1,54 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// cleanup removes what crashed operations left behind: half-built workspaces (marked by
+// <id>.creating), baseline staging (<storage>/<id>/stage-*) and host staging
+// (<source>/.autobox-sync-*). It runs at the start of every operation, under the lock,
+// so no live operation can own them. Failures are ignored: status never reports
+// leftovers, and the next operation tries again.
+func (s *Store) cleanup() {
+	ents, _ := os.ReadDir(s.stateDir)
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".creating")
+		if !ok || validateID(id) != nil {
+			continue
+		}
+		pending := s.pendingPath(id)
+		// A record means the create finished and only the marker's removal was lost.
+		if _, err := os.Stat(s.recordPath(id)); errors.Is(err, os.ErrNotExist) {
+			if storage, err := os.ReadFile(pending); err == nil && filepath.IsAbs(string(storage)) {
+				if removeBelow(string(storage), id) != nil {
+					continue // keep the marker so the next operation retries
+				}
+			}
+		}
+		os.Remove(pending)
+	}
+	recs, _ := s.loadRecords()
+	for _, r := range recs {
+		removeMatching(r.dir(), baseStaging)
+		removeMatching(r.Source, hostStaging)
+	}
+}
+
+// removeMatching deletes the entries of dir whose names match re.
+func removeMatching(dir string, re *regexp.Regexp) {
+	r, err := openRoot(dir)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	names, _ := readNames(r.fd)
+	for _, n := range names {
+		if re.MatchString(n) {
+			removeAllAt(r.fd, n)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// busyError is the cross-process lock refusal. Its text is the seed's, so agents that
+// learned the TypeScript server's message recognise it.
+type busyError struct{ path string }
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("workspace lock: %s is held. Another autobox operation may be busy; retry when it finishes.", e.path)
+}
+
+func (e *busyError) Unwrap() error { return ErrBusy }
+
+// begin starts every workspace operation: it takes the lock and clears what crashed
+// operations left behind.
+func (s *Store) begin(ctx context.Context) (unlock func(), err error) {
+	if unlock, err = s.Lock(ctx); err == nil {
+		s.cleanup()
+	}
+	return unlock, err
+}
+
+// Lock takes the operation lock: it waits (until ctx ends) for other operations of this
+// process, then takes flock(LOCK_EX|LOCK_NB) on <StateDir>/operation.lock and returns
+// ErrBusy at once if another process holds it. Executions that mount a workspace hold
+// the lock for their duration, so the working tree cannot be synced under them.
+//
+// The kernel drops the flock when its descriptor closes, including when the process
+// dies, so a lock file left on disk never means the lock is held.
+func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the workspace lock: %w", ctx.Err())
+	}
+	release := func() { <-s.sem }
+	fd, err := unix.Open(s.lockPath, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("workspace lock: opening %s: %w", s.lockPath, err)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		release()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &busyError{path: s.lockPath}
+		}
+		return nil, fmt.Errorf("workspace lock: flock %s: %w", s.lockPath, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unix.Close(fd) // releases the flock
+			release()
+		})
+	}, nil
+}

@@ -1,0 +1,302 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autobox-dev/autobox/store/internal/xfstest"
+)
+
+// Filesystems made once for the whole run. An empty path means unavailable; the
+// matching ...Why says why, for t.Skip.
+var (
+	xfsDir, xfsWhy     string
+	tmpfsDir, tmpfsWhy string
+)
+
+// childEnv selects a helper role when the test binary re-executes itself.
+const childEnv = "AUTOBOX_STORE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	base, err := os.MkdirTemp("", "autobox-store-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(base)
+	for _, fsys := range []struct {
+		name     string
+		dir, why *string
+		mount    func(string) (string, func() error, error)
+	}{
+		{"xfs", &xfsDir, &xfsWhy, func(d string) (string, func() error, error) { return xfstest.MountXFS(d, 512<<20) }},
+		{"tmpfs", &tmpfsDir, &tmpfsWhy, xfstest.MountTmpfs},
+	} {
+		if os.Getenv("AUTOBOX_STORE_TEST_NOMOUNT") != "" { // run as a machine without root would
+			*fsys.why = "AUTOBOX_STORE_TEST_NOMOUNT is set"
+			continue
+		}
+		dir := filepath.Join(base, fsys.name)
+		os.MkdirAll(dir, 0o755)
+		mnt, unmount, err := fsys.mount(dir)
+		if err != nil {
+			*fsys.why = err.Error()
+			continue
+		}
+		*fsys.dir = mnt
+		defer unmount()
+	}
+	return m.Run()
+}
+
+// runChild runs a helper role in a re-executed test binary.
+func runChild(role string) int {
+	s, err := Open(Options{StateDir: os.Getenv("STATE_DIR")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	switch role {
+	case "lock": // hold the operation lock until stdin closes or we are killed
+		unlock, err := s.Lock(context.Background())
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("locked")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		unlock()
+		return 0
+	case "asuser": // an unprivileged user's whole workflow over read-only directories
+		if err := readOnlyWorkflow(s); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("ok")
+		return 0
+	case "sync": // sync, announcing on stdout when a few files are in, so the parent can kill us mid-way
+		n := 0
+		testHookApplied = func(string) {
+			if n++; n == 3 {
+				fmt.Println("progress")
+			}
+		}
+		res, err := s.Sync(context.Background(), os.Getenv("WORKSPACE_ID"))
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		json.NewEncoder(os.Stdout).Encode(res)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown child role", role)
+	return 2
+}
+
+// child starts the test binary in a helper role.
+func child(t *testing.T, role, stateDir string, env ...string) (*exec.Cmd, *bufio.Reader, func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + role, "STATE_DIR=" + stateDir}, env...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() }
+	t.Cleanup(stop)
+	return cmd, bufio.NewReader(stdout), func() { stdin.Close() }
+}
+
+// env is one test's store plus a source and storage directory. The source and storage
+// are on the reflink XFS when there is one (copyMode clone); otherwise in the test's
+// temp dir with copyMode auto, so behaviour tests run on any machine.
+type env struct {
+	t       testing.TB
+	s       *Store
+	state   string
+	src     string
+	storage string
+	mode    string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if xfsDir != "" {
+		return newEnvOn(t, xfsDir, CopyModeClone)
+	}
+	return newEnvOn(t, t.TempDir(), CopyModeAuto)
+}
+
+func newEnvOn(t testing.TB, fsDir, mode string) *env {
+	t.Helper()
+	dir, err := os.MkdirTemp(fsDir, "t-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &env{t: t, state: t.TempDir(), src: filepath.Join(dir, "src"), storage: filepath.Join(dir, "storage"), mode: mode}
+	os.Mkdir(e.src, 0o755)
+	if e.s, err = Open(Options{StateDir: e.state, DefaultStorage: filepath.Join(dir, "default-storage")}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) create(excludes ...string) *CreateResult {
+	e.t.Helper()
+	res, err := e.s.Create(context.Background(), CreateRequest{
+		HostPath: e.src, SandboxPath: "/mnt/project", StoragePath: e.storage, CopyMode: e.mode, Excludes: excludes,
+	})
+	if err != nil {
+		e.t.Fatalf("create: %v", err)
+	}
+	return res
+}
+
+func (e *env) work(id string) string { return filepath.Join(e.storage, id, "work") }
+
+func (e *env) status(id string) *StatusResult {
+	e.t.Helper()
+	st, err := e.s.Status(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+func (e *env) sync(id string) *SyncResult {
+	e.t.Helper()
+	res, err := e.s.Sync(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("sync: %v", err)
+	}
+	return res
+}
+
+// mustSync syncs and fails the test unless it succeeded.
+func (e *env) mustSync(id string) *SyncResult {
+	e.t.Helper()
+	res := e.sync(id)
+	if !res.OK {
+		js, _ := json.Marshal(res)
+		e.t.Fatalf("sync not ok: %s", js)
+	}
+	return res
+}
+
+// writeFile writes content at dir/rel, creating parents.
+func writeFile(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t testing.TB, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// snapshot describes a tree for equality checks: type, permission bits, content or
+// link target per path. Staging leftovers are part of it, so they show up in diffs.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fmt.Sprintf("%v", fi.Mode())
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += " " + string(b)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		}
+		out[filepath.ToSlash(rel)] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTrees(t *testing.T, a, b map[string]string) {
+	t.Helper()
+	var diffs []string
+	for p, d := range a {
+		if b[p] != d {
+			diffs = append(diffs, fmt.Sprintf("%s: %q vs %q", p, d, b[p]))
+		}
+	}
+	for p, d := range b {
+		if _, ok := a[p]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: missing vs %q", p, d))
+		}
+	}
+	if len(diffs) > 0 {
+		t.Fatalf("trees differ:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+func changesOf(cs []Change) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, string(c.Action)+" "+c.Path)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Change is one entry of a change list. Removing a directory is one change; the entries
+// beneath it are not listed.
+type Change struct {
+	Path   string `json:"path"`
+	Action Action `json:"action"`
+}
+
+// Conflict is a path that blocks sync: changed on both sides since the baseline, or a
+// workspace change the filesystem rules forbid (Host is then empty).
+type Conflict struct {
+	Path      string `json:"path"`
+	Workspace Action `json:"workspace,omitempty"` // the workspace's change at or above Path
+	Host      Action `json:"host,omitempty"`      // the host's change at or above Path
+	Reason    string `json:"reason"`
+}
+
+// StatusResult is the status response.
+type StatusResult struct {
+	OK          bool       `json:"ok"`
+	WorkspaceID string     `json:"workspaceId"`
+	SandboxPath string     `json:"sandboxPath"`
+	Changes     []Change   `json:"changes"`
+	Conflicts   []Conflict `json:"conflicts"`
+}
+
+// opened holds a workspace's trees, open for one operation.
+type opened struct {
+	rec                  *record
+	ex                   excludes
+	dir, src, base, work *root
+}
+
+func (s *Store) open(id string) (*opened, error) {
+	rec, err := s.loadRecord(id)
+	if err != nil {
+		return nil, err
+	}
+	o := &opened{rec: rec, ex: excludes(rec.Excludes)}
+	for _, t := range []struct {
+		dst  **root
+		path string
+		what string
+	}{{&o.dir, rec.dir(), "storage"}, {&o.src, rec.Source, "hostPath"}, {&o.base, rec.baseline(), "baseline"}, {&o.work, rec.work(), "working tree"}} {
+		if *t.dst, err = openRoot(t.path); err != nil {
+			o.Close()
+			return nil, fmt.Errorf("workspace %s: opening %s: %w", id, t.what, err)
+		}
+	}
+	return o, nil
+}
+
+func (o *opened) Close() {
+	for _, r := range []*root{o.dir, o.src, o.base, o.work} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// plan is the comparison of baseline, working tree and host that status reports and
+// sync applies.
+type plan struct {
+	base, work, host tree
+	ex               excludes
+	ws, hs           map[string]Action // per-path changes: baseline→work, baseline→host
+	converged        []string          // changed identically on both sides
+	report           map[string]string // ws path → the listed change that covers it
+	changes          []Change
+	conflicts        []Conflict
+}
+
+func makePlan(ctx context.Context, o *opened) (*plan, error) {
+	var trees [3]tree
+	var errs [3]error
+	var wg sync.WaitGroup
+	for i, r := range []*root{o.base, o.work, o.src} {
+		wg.Go(func() { trees[i], errs[i] = scan(ctx, r, o.ex) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("scanning workspace %s: %w", o.rec.ID, err)
+		}
+	}
+	pl := &plan{base: trees[0], work: trees[1], host: trees[2], ex: o.ex}
+	var err error
+	if pl.ws, err = diff(pl.base, pl.work, o.base, o.work); err != nil {
+		return nil, fmt.Errorf("comparing working tree: %w", err)
+	}
+	if pl.hs, err = diff(pl.base, pl.host, o.base, o.src); err != nil {
+		return nil, fmt.Errorf("comparing host: %w", err)
+	}
+	// A path both sides changed to the same result is no change and no conflict; it
+	// arises when a sync was interrupted between the host write and the baseline update.
+	for p := range pl.ws {
+		if _, ok := pl.hs[p]; !ok {
+			continue
+		}
+		w, wok := pl.work[p]
+		h, hok := pl.host[p]
+		act, err := compare(w, h, wok, hok, o.work, o.src, p)
+		if err != nil {
+			return nil, fmt.Errorf("comparing %s: %w", p, err)
+		}
+		if act == "" {
+			pl.converged = append(pl.converged, p)
+			delete(pl.ws, p)
+			delete(pl.hs, p)
+		}
+	}
+	pl.collapse()
+	pl.findConflicts()
+	return pl, nil
+}
+
+// removesDir reports whether the workspace removes the directory at p (deleted, or
+// replaced by a non-directory).
+func (pl *plan) removesDir(p string) bool {
+	act := pl.ws[p]
+	return pl.base[p].isDir() && (act == ActionDelete || act == ActionReplace)
+}
+
+// collapse builds the reported change list: deletions beneath a removed directory are
+// covered by that directory's entry.
+func (pl *plan) collapse() {
+	pl.report = make(map[string]string, len(pl.ws))
+	pl.changes = []Change{}
+	for p, act := range pl.ws {
+		rep := p
+		if act == ActionDelete {
+			ancestors(p, func(a string) bool {
+				if pl.removesDir(a) {
+					rep = a // keep climbing: the outermost removal is the one listed
+				}
+				return false
+			})
+		}
+		pl.report[p] = rep
+		if rep == p {
+			pl.changes = append(pl.changes, Change{Path: p, Action: act})
+		}
+	}
+	sort.Slice(pl.changes, func(i, j int) bool { return pl.changes[i].Path < pl.changes[j].Path })
+}
+
+func (pl *plan) findConflicts() {
+	found := map[string]Conflict{}
+	add := func(c Conflict) {
+		if _, dup := found[c.Path]; !dup {
+			found[c.Path] = c
+		}
+	}
+	for p, wa := range pl.ws {
+		if ha, ok := pl.hs[p]; ok {
+			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: "changed in both the workspace and the host since the baseline"})
+			continue
+		}
+		ancestors(p, func(a string) bool {
+			ha := pl.hs[a]
+			if ha != ActionDelete && ha != ActionReplace {
+				return false
+			}
+			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: fmt.Sprintf("the host %sd %s since the baseline", ha, a)})
+			return true
+		})
+	}
+	for q, ha := range pl.hs {
+		if _, ok := pl.ws[q]; ok {
+			continue
+		}
+		ancestors(q, func(a string) bool {
+			if !pl.removesDir(a) {
+				return false
+			}
+			add(Conflict{Path: q, Workspace: pl.ws[a], Host: ha, Reason: fmt.Sprintf("the workspace removes directory %s, but the host changed %s inside it", a, q)})
+			return true
+		})
+	}
+	for _, ch := range pl.changes {
+		if e, ok := pl.ex.under(ch.Path); ok && pl.removesDir(ch.Path) {
+			add(Conflict{Path: ch.Path, Workspace: ch.Action, Reason: fmt.Sprintf(
+				"removing directory %s would delete excluded path %s on the host; excluded paths are protected", ch.Path, e)})
+		}
+	}
+	for p, wa := range pl.ws {
+		w, ok := pl.work[p]
+		switch {
+		case !ok:
+		case !supportedType(w.typ):
+			add(Conflict{Path: p, Workspace: wa, Reason: fmt.Sprintf(
+				"the workspace has a %s here; only regular files, directories and symlinks can be synced", typeName(w.typ))})
+		case w.typ == unix.S_IFLNK:
+			if reason := pl.checkLink(p, w.link); reason != "" {
+				add(Conflict{Path: p, Workspace: wa, Reason: reason})
+			}
+		}
+	}
+	pl.conflicts = make([]Conflict, 0, len(found))
+	for _, c := range found {
+		pl.conflicts = append(pl.conflicts, c)
+	}
+	sort.Slice(pl.conflicts, func(i, j int) bool { return pl.conflicts[i].Path < pl.conflicts[j].Path })
+}
+
+// beginPlanned starts an operation on workspace id with its trees open and compared;
+// done closes them and releases the lock.
+func (s *Store) beginPlanned(ctx context.Context, id string) (o *opened, pl *plan, done func(), err error) {
+	unlock, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if o, err = s.open(id); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
+	if pl, err = makePlan(ctx, o); err != nil {
+		o.Close()
+		unlock()
+		return nil, nil, nil, err
+	}
+	return o, pl, func() { o.Close(); unlock() }, nil
+}
+
+// Status compares the baseline with the working tree (the changes sync would apply)
+// and with the host (to find conflicts). It changes nothing but leftover staging.
+func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
+	o, pl, done, err := s.beginPlanned(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}, nil
+}
+
+// dirty reports whether the working tree differs from the baseline.
+func (s *Store) dirty(ctx context.Context, rec *record) (bool, error) {
+	base, err := openRoot(rec.baseline())
+	if err != nil {
+		return false, err
+	}
+	defer base.Close()
+	work, err := openRoot(rec.work())
+	if err != nil {
+		return false, err
+	}
+	defer work.Close()
+	ex := excludes(rec.Excludes)
+	bt, err := scan(ctx, base, ex)
+	if err != nil {
+		return false, err
+	}
+	wt, err := scan(ctx, work, ex)
+	if err != nil {
+		return false, err
+	}
+	d, err := diff(bt, wt, base, work)
+	return len(d) > 0, err
+}

@@ -1,0 +1,470 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// SyncResult is the sync response. It has three JSON shapes, as in the seed:
+//
+//	synced:      {ok: true, workspaceId, changes, applied, clonedFiles, copiedFiles}
+//	conflicted:  {ok: false, workspaceId, changes, conflicts, applied: []}
+//	interrupted: {ok: false, workspaceId, error, applied, recovery}
+//
+// The counts are host replacement files staged by clone or by copy.
+type SyncResult struct {
+	OK          bool
+	WorkspaceID string
+	Changes     []Change
+	Conflicts   []Conflict
+	Applied     []string // listed changes fully applied, in order
+	ClonedFiles int
+	CopiedFiles int
+	Error       string // set when the sync stopped part-way
+	Recovery    string
+}
+
+// MarshalJSON emits the seed's shape for the result's state.
+func (r SyncResult) MarshalJSON() ([]byte, error) {
+	applied := r.Applied
+	if applied == nil {
+		applied = []string{}
+	}
+	changes := r.Changes
+	if changes == nil {
+		changes = []Change{}
+	}
+	switch {
+	case r.OK:
+		return json.Marshal(struct {
+			OK          bool     `json:"ok"`
+			WorkspaceID string   `json:"workspaceId"`
+			Changes     []Change `json:"changes"`
+			Applied     []string `json:"applied"`
+			ClonedFiles int      `json:"clonedFiles"`
+			CopiedFiles int      `json:"copiedFiles"`
+		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles})
+	case r.Error != "":
+		return json.Marshal(struct {
+			OK          bool     `json:"ok"`
+			WorkspaceID string   `json:"workspaceId"`
+			Error       string   `json:"error"`
+			Applied     []string `json:"applied"`
+			Recovery    string   `json:"recovery"`
+		}{false, r.WorkspaceID, r.Error, applied, r.Recovery})
+	}
+	conflicts := r.Conflicts
+	if conflicts == nil {
+		conflicts = []Conflict{}
+	}
+	return json.Marshal(struct {
+		OK          bool       `json:"ok"`
+		WorkspaceID string     `json:"workspaceId"`
+		Changes     []Change   `json:"changes"`
+		Conflicts   []Conflict `json:"conflicts"`
+		Applied     []string   `json:"applied"`
+	}{false, r.WorkspaceID, changes, conflicts, applied})
+}
+
+const recovery = "Sync stopped part-way. The paths in applied were synced (each file atomically) and the rest were not; " +
+	"the workspace is kept. Run status to see what remains, fix the cause, then sync again."
+
+// testHookApplied, when set by tests, runs after each host path is written or removed.
+var testHookApplied func(rel string)
+
+// Sync applies the workspace's changes to the host. With conflicts nothing is applied
+// and the result has OK false. Otherwise each path is applied on its own: files are
+// staged in .autobox-sync-<random> in the source root, fsynced and renamed into place,
+// after rechecking that the host path is still as scanned. The baseline advances only
+// for applied paths, so a sync that stops part-way can be retried.
+//
+// Go errors mean nothing was applied: unknown id, busy lock, unreadable trees.
+func (s *Store) Sync(ctx context.Context, id string) (*SyncResult, error) {
+	o, pl, done, err := s.beginPlanned(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	res := &SyncResult{WorkspaceID: id, Changes: pl.changes, Applied: []string{}}
+	if len(pl.conflicts) > 0 {
+		res.Conflicts = pl.conflicts
+		return res, nil
+	}
+	a := &applier{o: o, pl: pl, removed: map[string]bool{}, touched: map[string]bool{}}
+	err = a.run(ctx)
+	res.Applied, res.ClonedFiles, res.CopiedFiles = a.applied, a.cloned, a.copied
+	if res.Applied == nil {
+		res.Applied = []string{}
+	}
+	if err != nil {
+		res.Error = fmt.Sprintf("sync of workspace %s stopped: %v", id, err)
+		res.Recovery = recovery
+		return res, nil
+	}
+	res.OK = true
+	return res, nil
+}
+
+// op is one path to bring to the working tree's state: on the host and in the
+// baseline, or (converged paths) in the baseline only.
+type op struct {
+	path   string
+	remove bool // remove the old entry (phase 1); otherwise put the working tree's
+	host   bool
+}
+
+type applier struct {
+	o              *opened
+	pl             *plan
+	hostStage      *stageDir
+	baseStage      *stageDir
+	removed        map[string]bool // host paths removed in phase 1
+	touched        map[string]bool // host directories to fsync at the end
+	left           map[string]int  // listed change → ops not yet done
+	applied        []string
+	cloned, copied int
+}
+
+func (a *applier) ops() (removals, puts []op) {
+	a.left = map[string]int{}
+	for p, act := range a.pl.ws {
+		if act == ActionDelete || a.pl.removesDir(p) {
+			removals = append(removals, op{path: p, remove: true, host: true})
+			a.left[a.pl.report[p]]++
+		}
+		if act != ActionDelete {
+			puts = append(puts, op{path: p, host: true})
+			a.left[a.pl.report[p]]++
+		}
+	}
+	for _, p := range a.pl.converged {
+		if _, inWork := a.pl.work[p]; inWork {
+			puts = append(puts, op{path: p})
+		} else {
+			removals = append(removals, op{path: p, remove: true})
+		}
+	}
+	// Children go before their directory when removing, after it when creating.
+	sort.Slice(removals, func(i, j int) bool { return removals[i].path > removals[j].path })
+	sort.Slice(puts, func(i, j int) bool { return puts[i].path < puts[j].path })
+	return removals, puts
+}
+
+func (a *applier) run(ctx context.Context) (err error) {
+	removals, puts := a.ops()
+	if len(removals)+len(puts) == 0 {
+		return nil
+	}
+	if a.hostStage, err = newStage(a.o.src, ".autobox-sync-"); err != nil {
+		return fmt.Errorf("creating host staging directory: %w", err)
+	}
+	defer a.hostStage.remove()
+	if a.baseStage, err = newStage(a.o.dir, "stage-"); err != nil {
+		return fmt.Errorf("creating baseline staging directory: %w", err)
+	}
+	defer a.baseStage.remove()
+	for _, o := range append(removals, puts...) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cancelled: %w", err)
+		}
+		if o.remove {
+			err = a.removeOne(o)
+		} else {
+			err = a.putOne(o)
+		}
+		if err != nil {
+			return err
+		}
+		if o.host {
+			if testHookApplied != nil {
+				testHookApplied(o.path)
+			}
+			rep := a.pl.report[o.path]
+			if a.left[rep]--; a.left[rep] == 0 {
+				a.applied = append(a.applied, rep)
+			}
+		}
+	}
+	return a.flushHost()
+}
+
+func hostChanged(p, why string) error {
+	return &detailError{kind: ErrChanged, msg: fmt.Sprintf(
+		"Host changed while staging sync: %s (%s); pause external writers on the host and the workspace, then check status and retry", p, why)}
+}
+
+func workChanged(p string) error {
+	return &detailError{kind: ErrChanged, msg: fmt.Sprintf(
+		"Workspace changed while staging sync: %s; let running commands finish, then check status and retry", p)}
+}
+
+// recheckHost verifies the host entry at p is still what the plan saw; expected ok
+// false means nothing may be there.
+func (a *applier) recheckHost(pfd int, name, p string, want entry, wantOK bool) error {
+	cur, ok, err := lstatAt(pfd, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ok != wantOK && wantOK:
+		return hostChanged(p, "it was removed")
+	case ok != wantOK:
+		return hostChanged(p, "something appeared there")
+	case ok && !sameMeta(cur, want):
+		return hostChanged(p, "it was modified")
+	}
+	return nil
+}
+
+func (a *applier) removeOne(o op) error {
+	if o.host {
+		pfd, name, err := a.o.src.parent(o.path)
+		if err != nil {
+			return hostChanged(o.path, err.Error())
+		}
+		defer unix.Close(pfd)
+		h := a.pl.host[o.path]
+		if err := a.recheckHost(pfd, name, o.path, h, true); err != nil {
+			return err
+		}
+		flag := 0
+		if h.isDir() {
+			flag = unix.AT_REMOVEDIR
+		}
+		if err := unix.Unlinkat(pfd, name, flag); errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+			return hostChanged(o.path, "the directory holds entries the workspace does not know")
+		} else if err != nil {
+			return fmt.Errorf("removing %s from the host: %w", o.path, err)
+		}
+		a.removed[o.path] = true
+		delete(a.touched, o.path) // nothing left to flush in a removed directory
+		a.touched[parentOf(o.path)] = true
+	}
+	return a.inBaseline(o.path, func(pfd int, name string) error { return removeAllAt(pfd, name) })
+}
+
+func (a *applier) putOne(o op) error {
+	w := a.pl.work[o.path]
+	var src *os.File
+	if w.typ == unix.S_IFREG {
+		f, err := a.o.work.openFile(o.path)
+		if err != nil {
+			return workChanged(o.path)
+		}
+		defer f.Close()
+		src = f
+	}
+	if err := a.recheckWork(o.path, w, src); err != nil {
+		return err
+	}
+	if o.host {
+		if err := a.putHost(o.path, w, src); err != nil {
+			return err
+		}
+	}
+	return a.inBaseline(o.path, func(pfd int, name string) error {
+		cur, ok, err := lstatAt(pfd, name)
+		if err != nil {
+			return err
+		}
+		if ok && cur.isDir() != w.isDir() { // rename cannot swap a directory for a non-directory
+			if err := removeAllAt(pfd, name); err != nil {
+				return err
+			}
+			ok = false
+		}
+		var have *entry
+		if ok {
+			have = &cur
+		}
+		_, err = put(pfd, name, w, src, have, a.baseStage, false)
+		return err
+	})
+}
+
+// recheckWork verifies the working tree still holds what the plan saw at p.
+func (a *applier) recheckWork(p string, w entry, f *os.File) error {
+	if f != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil || !sameMeta(entryOf(&st), w) {
+			return workChanged(p)
+		}
+		return nil
+	}
+	cur, ok, err := a.o.work.lstat(p)
+	if err != nil || !ok || !sameMeta(cur, w) {
+		return workChanged(p)
+	}
+	return nil
+}
+
+func (a *applier) putHost(p string, w entry, src *os.File) error {
+	pfd, name, err := a.o.src.parent(p)
+	if err != nil {
+		return hostChanged(p, err.Error())
+	}
+	defer unix.Close(pfd)
+	h, hok := a.pl.host[p]
+	if a.removed[p] {
+		hok = false
+	}
+	if err := a.recheckHost(pfd, name, p, h, hok); err != nil {
+		return err
+	}
+	var have *entry
+	if hok {
+		have = &h
+	}
+	if hok && !h.isDir() && w.isDir() {
+		// A directory cannot be renamed over a file; the file goes first.
+		if err := unix.Unlinkat(pfd, name, 0); err != nil {
+			return fmt.Errorf("replacing %s on the host: %w", p, err)
+		}
+		have = nil
+	}
+	cloned, err := put(pfd, name, w, src, have, a.hostStage, true)
+	if errors.Is(err, unix.EEXIST) {
+		return hostChanged(p, "something appeared there")
+	} else if err != nil {
+		return fmt.Errorf("writing %s to the host: %w", p, err)
+	}
+	if src != nil {
+		if err := a.recheckWork(p, w, src); err != nil {
+			return err // the renamed file is still whole: the copy was of one version
+		}
+		if cloned {
+			a.cloned++
+		} else {
+			a.copied++
+		}
+	}
+	a.touched[parentOf(p)] = true
+	return nil
+}
+
+// put makes pfd/name match w, given what is there now (have, nil for nothing). Files
+// and links are built in the staging directory and renamed over the old entry, so a
+// reader sees the old or the new one and a hard link the old file shares with
+// something else is left alone. Where nothing was, the rename refuses to replace.
+func put(pfd int, name string, w entry, src *os.File, have *entry, st *stageDir, durable bool) (cloned bool, err error) {
+	switch w.typ {
+	case unix.S_IFDIR:
+		if have == nil || !have.isDir() {
+			if err := unix.Mkdirat(pfd, name, 0o700); err != nil {
+				return false, &os.PathError{Op: "mkdir", Path: name, Err: err}
+			}
+		}
+		return false, fchmodDirAt(pfd, name, w.perm)
+	case unix.S_IFLNK:
+		tmp := st.next()
+		if err := unix.Symlinkat(w.link, st.fd, tmp); err != nil {
+			return false, &os.PathError{Op: "symlink", Path: name, Err: err}
+		}
+	case unix.S_IFREG:
+		tmp := st.next()
+		f, c, err := placeFile(src, st.fd, tmp, true, &st.memo)
+		if err != nil {
+			return false, err
+		}
+		if err := finishFile(f, st.fd, tmp, w.perm, w.mtime, durable); err != nil {
+			return false, err
+		}
+		cloned = c
+	default:
+		return false, fmt.Errorf("%s: cannot sync a %s", name, typeName(w.typ))
+	}
+	rename := unix.Renameat
+	if have == nil {
+		rename = renameNoReplace
+	}
+	if err := rename(st.fd, st.last(), pfd, name); err != nil {
+		return false, &os.PathError{Op: "rename", Path: name, Err: err}
+	}
+	return cloned, nil
+}
+
+// inBaseline runs fn on the parent of p in the baseline. The baseline mirrors source
+// permissions, so a read-only directory is opened up for the change and restored.
+func (a *applier) inBaseline(p string, fn func(pfd int, name string) error) error {
+	pfd, name, err := a.o.base.parent(p)
+	if err != nil {
+		return fmt.Errorf("updating baseline %s: %w", p, err)
+	}
+	defer unix.Close(pfd)
+	err = fn(pfd, name)
+	if errors.Is(err, unix.EACCES) {
+		var st unix.Stat_t
+		if unix.Fstat(pfd, &st) == nil && unix.Fchmod(pfd, uint32(st.Mode)&0o7777|0o700) == nil {
+			err = fn(pfd, name)
+			unix.Fchmod(pfd, uint32(st.Mode)&0o7777)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("updating baseline %s: %w", p, err)
+	}
+	return nil
+}
+
+// flushHost makes the renames durable: one fsync per touched host directory.
+func (a *applier) flushHost() error {
+	for d := range a.touched {
+		fd, err := a.o.src.openDir(d)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue // removed or replaced later in the same sync
+		}
+		if err != nil {
+			return fmt.Errorf("flushing host directory %q: %w", d, err)
+		}
+		err = unix.Fsync(fd)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("flushing host directory %q: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// stageDir is a private directory for building entries before renaming them into place.
+type stageDir struct {
+	parent int
+	name   string
+	fd     int
+	n      int
+	memo   cloneMemo
+}
+
+// baseStaging matches the baseline staging directories in a workspace's storage.
+var baseStaging = regexp.MustCompile(`^stage-[0-9a-f]{16}$`)
+
+func newStage(in *root, prefix string) (*stageDir, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	name := prefix + hex.EncodeToString(b[:])
+	if err := unix.Mkdirat(in.fd, name, 0o700); err != nil {
+		return nil, in.errorf("mkdir", name, err)
+	}
+	fd, err := unix.Openat(in.fd, name, openDirFlags, 0)
+	if err != nil {
+		unix.Unlinkat(in.fd, name, unix.AT_REMOVEDIR)
+		return nil, in.errorf("open", name, err)
+	}
+	return &stageDir{parent: in.fd, name: name, fd: fd}, nil
+}
+
+func (s *stageDir) next() string { s.n++; return s.last() }
+func (s *stageDir) last() string { return strconv.Itoa(s.n) }
+
+func (s *stageDir) remove() {
+	unix.Close(s.fd)
+	removeAllAt(s.parent, s.name) // a leftover is removed by the next operation
+}
