@@ -128,6 +128,8 @@ func resolveCwd(mounts []policy.Mount, cwd string) (string, error) {
 // ExecCommand runs one exec_command call. Safe for concurrent use.
 func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, error) {
 	start := time.Now()
+	s.inflight.Add(1)
+	defer s.inflight.Done()
 	c, err := s.validateExec(in)
 	if err != nil {
 		return nil, err
@@ -171,6 +173,14 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		return nil, err
 	}
 	out.Unsandboxed = s.opts.Unsafe
+	forget, err := s.track(tree)
+	if err != nil {
+		stdout.abort()
+		stderr.abort()
+		tree.Wait()
+		return nil, err
+	}
+	defer forget()
 
 	var killedBy string
 	var once sync.Once

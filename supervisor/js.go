@@ -103,6 +103,8 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 // the command line and batch runs. Safe for concurrent use.
 func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) {
 	start := time.Now()
+	s.inflight.Add(1)
+	defer s.inflight.Done()
 	c, err := s.validateJS(in)
 	if err != nil {
 		return nil, err

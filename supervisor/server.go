@@ -6,11 +6,14 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,6 +52,11 @@ type Server struct {
 	pool   *pool
 	runner runner
 	store  *store.Store
+
+	mu       sync.Mutex
+	trees    map[tree]bool // running exec_command trees, killed by Close
+	inflight sync.WaitGroup
+	closed   bool
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
@@ -93,9 +101,43 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops every worker. In-flight calls fail.
+// Close ends every running command tree and worker, waits (briefly) for in-flight
+// calls to clean up their scratch dirs, and stops the pool. In-flight calls fail.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for t := range s.trees {
+		t.Kill()
+	}
+	s.mu.Unlock()
 	s.pool.close()
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.log.Warn("calls still running 5s after shutdown began")
+	}
+}
+
+// track registers a running tree so Close can end it; the returned func forgets it.
+// It fails once the server is closing.
+func (s *Server) track(t tree) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		t.Kill()
+		return nil, errors.New("the server is shutting down")
+	}
+	if s.trees == nil {
+		s.trees = map[tree]bool{}
+	}
+	s.trees[t] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.trees, t)
+		s.mu.Unlock()
+	}, nil
 }
 
 // MCPServer builds the MCP server with autobox's tools.

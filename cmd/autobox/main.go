@@ -15,8 +15,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/supervisor"
 	"github.com/autobox-dev/autobox/worker"
@@ -36,6 +35,11 @@ const usage = `autobox: a sandboxed place for AI agents to run code and shell co
 Usage:
   autobox                 serve MCP on stdin/stdout (what MCP clients run)
   autobox serve [flags]   the same, with flags
+  autobox js [FILE|-e CODE]       run JavaScript once (the execute_js tool)
+  autobox exec -- ARGV...         run a command in the sandbox (exec_command)
+  autobox ws create|status|sync|discard|list   workspaces (copy_then_sync)
+  autobox batch [--jobs N] [FILE] run JSON Lines of tool calls, crash-isolated
+  autobox doctor          what this host enforces
   autobox version         print the version
   autobox help            this text
 
@@ -45,6 +49,7 @@ Serve flags:
   --cpuprofile FILE       write a CPU profile of the server (development)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
+Every command takes --help (with examples).
 `
 
 func main() {
@@ -65,6 +70,8 @@ func main() {
 	switch args[0] {
 	case "serve":
 		os.Exit(serve(args[1:]))
+	case "js", "exec", "ws", "batch", "doctor":
+		os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 	case "version", "--version":
 		fmt.Println("autobox", supervisor.Version)
 	case "help", "--help", "-h":
@@ -104,7 +111,7 @@ func serve(args []string) int {
 	defer s.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = s.Serve(ctx, &mcp.StdioTransport{})
+	err = s.Serve(ctx, &supervisor.StdioTransport{In: os.Stdin, Out: os.Stdout})
 	if err != nil && err != io.EOF && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
 		return 1

@@ -1,0 +1,228 @@
+package test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawSession speaks JSON-RPC to the binary by hand, to send what a real client never
+// would.
+type rawSession struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	msgs chan map[string]any
+}
+
+func startRaw(t *testing.T) *rawSession {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "AUTOBOX_STATE_DIR=" + t.TempDir()}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &rawSession{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), msgs: make(chan map[string]any, 100)}
+	go func() {
+		for {
+			line, err := r.out.ReadBytes('\n')
+			if len(line) > 0 {
+				var m map[string]any
+				if json.Unmarshal(line, &m) != nil {
+					m = map[string]any{"unparseable": string(line)}
+				}
+				r.msgs <- m
+			}
+			if err != nil {
+				close(r.msgs)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // the test stopped it itself
+		}
+		pid := cmd.Process.Pid
+		kids := descendants(pid)
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("server did not exit within 5s of stdin closing")
+			cmd.Process.Kill()
+			<-done
+		}
+		waitGone(t, append(kids, pid))
+	})
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := r.reply(0); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+func (r *rawSession) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatalf("writing to the server: %v", err)
+	}
+}
+
+// reply waits for the response with the given id (float64 in JSON), skipping
+// notifications; id < 0 takes the next response of any id (or with a null id).
+func (r *rawSession) reply(id int) map[string]any {
+	r.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-r.msgs:
+			if !ok {
+				r.t.Fatalf("server closed stdout while waiting for id %d", id)
+			}
+			if _, isNote := m["method"]; isNote && m["id"] == nil {
+				continue
+			}
+			if id < 0 || m["id"] == float64(id) {
+				return m
+			}
+		case <-timeout:
+			r.t.Fatalf("no reply with id %d within 30s", id)
+		}
+	}
+}
+
+// ping proves the session still works.
+func (r *rawSession) ping(id int) {
+	r.t.Helper()
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
+	if m := r.reply(id); m["result"] == nil {
+		r.t.Fatalf("ping after abuse: %v", m)
+	}
+}
+
+func errCode(m map[string]any) float64 {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return c
+}
+
+func TestProtocolAbuse(t *testing.T) {
+	r := startRaw(t)
+	// Malformed JSON → parse error; the session lives on.
+	r.send(`{"jsonrpc":"2.0","id":1,"method":`)
+	if m := r.reply(-1); errCode(m) != -32700 {
+		t.Errorf("malformed JSON: %v", m)
+	}
+	r.ping(2)
+	r.send("\xff\xfe{not utf8}")
+	if m := r.reply(-1); m["error"] == nil {
+		t.Errorf("invalid UTF-8: %v", m)
+	}
+	r.ping(3)
+	// A 70 KB line that is a valid call.
+	big := strings.Repeat("x", 70<<10)
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'%s'.length"}}}`, big))
+	if m := r.reply(4); !strings.Contains(fmt.Sprint(m["result"]), "71680") {
+		t.Errorf("70 KB call: %.300v", m)
+	}
+	// Unknown tool, unknown method, wrong argument types, missing fields.
+	r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}`)
+	if m := r.reply(5); m["error"] == nil && !strings.Contains(fmt.Sprint(m["result"]), "isError:true") {
+		t.Errorf("unknown tool: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":6,"method":"no/such/method"}`)
+	if m := r.reply(6); errCode(m) != -32601 {
+		t.Errorf("unknown method: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":["not","a","string"]}}}`)
+	if m := r.reply(7); !strings.Contains(fmt.Sprint(m), "isError:true") {
+		t.Errorf("wrong type: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec_command","arguments":{"timeoutMs":1e309}}}`)
+	if m := r.reply(-1); m["error"] == nil && !strings.Contains(fmt.Sprint(m), "isError:true") {
+		t.Errorf("non-finite number: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1","mounts":[{"hostPath":"/tmp","sandboxPath":"/mnt/t","mode":"RW "}]}}}`)
+	if m := r.reply(9); !strings.Contains(fmt.Sprint(m), `mode \"RW \"`) && !strings.Contains(fmt.Sprint(m), "RW ") {
+		t.Errorf("unknown mount mode: %v", m)
+	}
+	r.ping(10)
+}
+
+func TestProtocolHugeLine(t *testing.T) {
+	r := startRaw(t)
+	// 100 MB in one line: refused or answered, never a crash or a hang.
+	chunk := strings.Repeat("a", 1<<20)
+	go func() {
+		io.WriteString(r.in, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'`)
+		for i := 0; i < 100; i++ {
+			if _, err := io.WriteString(r.in, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(r.in, "'.length\"}}}\n")
+	}()
+	// The line is refused without being held in memory; its id cannot be known.
+	if m := r.reply(-1); errCode(m) != -32600 || m["id"] != nil {
+		t.Errorf("100 MB line: %.300v", m)
+	}
+	r.ping(2)
+}
+
+func TestProtocolStdinClosedMidCall(t *testing.T) {
+	r := startRaw(t)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","29.123"],"timeoutMs":30000}}}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
+	time.Sleep(500 * time.Millisecond)
+	if len(findProcs("sleep 29.123")) == 0 {
+		t.Fatal("the command did not start")
+	}
+	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
+	r.in.Close()
+	if err := r.cmd.Wait(); err != nil {
+		t.Errorf("server exit: %v", err)
+	}
+	waitGone(t, pids)
+	if pids := findProcs("sleep 29.123"); len(pids) > 0 {
+		t.Errorf("command outlived the server: %v", pids)
+	}
+}
+
+func TestProtocolCancel(t *testing.T) {
+	r := startRaw(t)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","28.456"],"timeoutMs":30000}}}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
+	time.Sleep(500 * time.Millisecond)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"test"}}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(findProcs("sleep 28.456")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if pids := findProcs("sleep 28.456"); len(pids) > 0 {
+		t.Errorf("cancelled command still running: %v", pids)
+	}
+	// Only the worker of the cancelled call dies; the pool refills and serves.
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
+	if m := r.reply(3); !strings.Contains(fmt.Sprint(m["result"]), "42") {
+		t.Errorf("after cancel: %v", m)
+	}
+}
