@@ -1,0 +1,337 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit statuses of Main. `run` exits with the harness's status instead of exitOK.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitRefused = 3 // cleanup kept a dirty worktree
+)
+
+const helpText = `Usage: autobox task COMMAND --id ID [flags] [-- ARGV...]
+
+Per-task sandboxes for agent harnesses: a git worktree per task on branch autobox/ID,
+under $AUTOBOX_TASKS_DIR (default $XDG_DATA_HOME/autobox-tasks).
+
+Commands:
+  workspace   create the task's worktree if missing; print its directory
+  wrap        print the argv that runs ARGV inside the task's sandbox (no side effects)
+  run         workspace + wrap + run ARGV; exits with ARGV's status
+  endpoint    print the URL a sandboxed process uses to reach --port on the host
+  stop        stop what the task runs (best effort)
+  cleanup     remove the task's worktree, keeping its branch; a dirty worktree is kept
+              (exit status 3) unless --force
+  list        list the project's tasks with kind, branch and dirty state (no --id)
+
+Kinds (--kind):
+  worktree    the harness runs on the host in the worktree (default)
+  native      the harness runs under autobox's OS sandbox: it writes its worktree, its
+              scratch HOME/TMPDIR and, in .git, only what a commit on its branch needs;
+              its stdin is /dev/null
+  docker      the harness runs in docker run -i --rm, the worktree mounted at its path
+
+Exit status: 0 done, 1 failed, 2 usage error, 3 cleanup refused (dirty worktree).
+
+Examples:
+  autobox task workspace --id fix-123
+  autobox task run --kind native --id fix-123 --env ANTHROPIC_API_KEY -- claude -p "fix the test"
+  autobox task wrap --kind docker --image org/harness:1 --id fix-123 --json -- claude
+  autobox task endpoint --kind docker --id fix-123 --port 8700
+  autobox task cleanup --id fix-123 --json
+  autobox task list --project ~/src/app --json
+
+Flags:
+`
+
+// flagUse says which commands and kinds a flag applies to ("" = all).
+var flagUse = map[string]struct{ commands, kinds string }{
+	"port":       {"endpoint", ""},
+	"force":      {"cleanup", ""},
+	"cwd":        {"wrap run", ""},
+	"no-network": {"", "native"},
+	"ro":         {"", "native"},
+	"rw":         {"", "native"},
+	"env":        {"", "native docker"},
+	"image":      {"", "docker"},
+	"mount":      {"", "docker"},
+	"user":       {"", "docker"},
+	"home":       {"", "docker"},
+	"run-arg":    {"", "docker"},
+	"docker":     {"", "docker"},
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type cli struct {
+	command, kind, project, id, tasksDir, base, cwd string
+	json, noNetwork, force                          bool
+	port                                            int
+	ro, rw, env, mounts, runArgs                    listFlag
+	image, user, home, docker                       string
+	argv                                            []string
+	stdin                                           io.Reader
+	stdout, stderr                                  io.Writer
+}
+
+// Main implements `autobox task ...`; args are what follows "task". It returns the exit
+// status (see the help text).
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	fs := c.flagSet()
+	if len(args) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	case "workspace", "wrap", "run", "endpoint", "stop", "cleanup", "list":
+		c.command = args[0]
+	default:
+		fmt.Fprintf(stderr, "autobox task: unknown command %q (see autobox task --help)\n", args[0])
+		return exitUsage
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	c.argv = fs.Args()
+	if err := c.check(fs); err != nil {
+		fmt.Fprintf(stderr, "autobox task %s: %v (see autobox task --help)\n", c.command, err)
+		return exitUsage
+	}
+	code, err := c.do(context.Background())
+	if err != nil {
+		fmt.Fprintf(stderr, "autobox task %s: %v\n", c.command, err)
+		if errors.Is(err, ErrInvalidID) || errors.Is(err, ErrInvalid) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return code
+}
+
+func (c *cli) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("autobox task", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), helpText)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.kind, "kind", string(KindWorktree), "sandbox kind: worktree, native or docker")
+	fs.StringVar(&c.project, "project", ".", "a directory in the project's git working tree")
+	fs.StringVar(&c.id, "id", "", "task id: [A-Za-z0-9._-], up to 64, starting with a letter or digit")
+	fs.StringVar(&c.tasksDir, "tasks-dir", "", "where task worktrees live (default $AUTOBOX_TASKS_DIR, else $XDG_DATA_HOME/autobox-tasks)")
+	fs.StringVar(&c.base, "base", "", "commit-ish a new task branch starts from (default HEAD)")
+	fs.BoolVar(&c.json, "json", false, "print JSON for orchestrators")
+	fs.IntVar(&c.port, "port", 0, "endpoint: host port")
+	fs.BoolVar(&c.force, "force", false, "cleanup: remove a dirty worktree too (the branch is kept)")
+	fs.StringVar(&c.cwd, "cwd", "", "wrap, run: absolute directory to start in (default the worktree)")
+	fs.BoolVar(&c.noNetwork, "no-network", false, "native: deny network (default allowed)")
+	fs.Var(&c.ro, "ro", "native: extra read-only `PATH` (repeatable)")
+	fs.Var(&c.rw, "rw", "native: extra writable `PATH` (repeatable)")
+	fs.Var(&c.env, "env", "native, docker: pass variable `NAME` from this environment (repeatable)")
+	fs.StringVar(&c.image, "image", "", "docker: image (required)")
+	fs.Var(&c.mounts, "mount", "docker: bind mount `SRC:DST[:ro]` (repeatable)")
+	fs.StringVar(&c.user, "user", "", "docker: --user")
+	fs.StringVar(&c.home, "home", "", "docker: HOME in the container")
+	fs.Var(&c.runArgs, "run-arg", "docker: extra docker run `ARG` (repeatable)")
+	fs.StringVar(&c.docker, "docker", "", "docker: client binary (default docker on PATH)")
+	return fs
+}
+
+// check refuses flags that do not apply and missing required ones.
+func (c *cli) check(fs *flag.FlagSet) error {
+	switch Kind(c.kind) {
+	case KindWorktree, KindNative, KindDocker:
+	default:
+		return fmt.Errorf("unknown kind %q", c.kind)
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		use, ok := flagUse[f.Name]
+		switch {
+		case !ok || err != nil:
+		case use.commands != "" && !strings.Contains(" "+use.commands+" ", " "+c.command+" "):
+			err = fmt.Errorf("--%s does not apply to %s", f.Name, c.command)
+		case use.kinds != "" && !strings.Contains(" "+use.kinds+" ", " "+c.kind+" "):
+			err = fmt.Errorf("--%s does not apply to kind %s", f.Name, c.kind)
+		}
+	})
+	switch {
+	case err != nil:
+		return err
+	case c.command == "list" && c.id != "":
+		return errors.New("list takes no --id")
+	case c.command != "list" && c.id == "":
+		return errors.New("--id is required")
+	case (c.command == "wrap" || c.command == "run") && len(c.argv) == 0:
+		return errors.New("give the harness after --: ... -- ARGV")
+	case c.command != "wrap" && c.command != "run" && len(c.argv) > 0:
+		return fmt.Errorf("unexpected arguments %q", c.argv)
+	case c.command == "endpoint" && c.port == 0:
+		return errors.New("--port is required")
+	case Kind(c.kind) == KindDocker && c.image == "" && c.command != "list":
+		return errors.New("--image is required for kind docker")
+	}
+	return nil
+}
+
+// runner is what every kind offers the command line beyond Sandbox.
+type runner interface {
+	Sandbox
+	run(ctx context.Context, id string, argv []string, o WrapOptions, s stdio) (int, error)
+}
+
+func (c *cli) sandbox() (runner, error) {
+	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base}
+	switch Kind(c.kind) {
+	case KindNative:
+		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
+	case KindDocker:
+		var mounts []Mount
+		for _, m := range c.mounts {
+			parts := strings.Split(m, ":")
+			if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "ro") {
+				return nil, fmt.Errorf("%w: --mount %q: want SRC:DST or SRC:DST:ro", ErrInvalid, m)
+			}
+			mounts = append(mounts, Mount{Source: parts[0], Target: parts[1], ReadOnly: len(parts) == 3})
+		}
+		return NewDocker(&DockerOptions{Options: base, Image: c.image, Mounts: mounts, User: c.user,
+			Home: c.home, Env: c.env, RunArgs: c.runArgs, Docker: c.docker})
+	}
+	return NewWorktree(&base)
+}
+
+func (c *cli) do(ctx context.Context) (int, error) {
+	if c.command == "list" {
+		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+		if err != nil {
+			return 0, err
+		}
+		infos, err := w.List(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return exitOK, c.printList(infos)
+	}
+	sb, err := c.sandbox()
+	if err != nil {
+		return 0, err
+	}
+	switch c.command {
+	case "workspace":
+		cwd, err := sb.Workspace(ctx, c.id)
+		if err != nil {
+			return 0, err
+		}
+		return exitOK, c.print(cwd, map[string]string{"id": c.id, "cwd": cwd, "branch": Branch(c.id)})
+	case "wrap":
+		argv, err := sb.Wrap(c.argv, WrapOptions{ID: c.id, Cwd: c.cwd})
+		if err != nil {
+			return 0, err
+		}
+		return exitOK, c.print(shellJoin(argv), map[string][]string{"argv": argv})
+	case "run":
+		return sb.run(ctx, c.id, c.argv, WrapOptions{ID: c.id, Cwd: c.cwd}, stdio{in: c.stdin, out: c.stdout, err: c.stderr})
+	case "endpoint":
+		url, err := sb.Endpoint(c.port)
+		if err != nil {
+			return 0, err
+		}
+		return exitOK, c.print(url, map[string]string{"url": url})
+	case "stop":
+		if err := sb.Stop(ctx, c.id); err != nil {
+			return 0, err
+		}
+		return exitOK, c.print("", map[string]any{"id": c.id, "stopped": true})
+	}
+	res, err := sb.Cleanup(ctx, c.id, c.force)
+	if err != nil {
+		return 0, err
+	}
+	code := exitOK
+	text := "task " + c.id + ": nothing to clean up"
+	switch {
+	case res.Removed:
+		text = "task " + c.id + ": removed; " + res.Detail
+	case res.Dirty:
+		code, text = exitRefused, "task "+c.id+": kept, "+res.Detail+"; use --force to discard them"
+	}
+	return code, c.print(text, res)
+}
+
+// print writes text, or v as JSON with --json. An empty text prints nothing.
+func (c *cli) print(text string, v any) error {
+	if c.json {
+		enc := json.NewEncoder(c.stdout)
+		return enc.Encode(v)
+	}
+	if text == "" {
+		return nil
+	}
+	_, err := fmt.Fprintln(c.stdout, text)
+	return err
+}
+
+func (c *cli) printList(infos []Info) error {
+	if c.json {
+		if infos == nil {
+			infos = []Info{}
+		}
+		return c.print("", infos)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tBRANCH\tSTATE\tPATH")
+	for _, in := range infos {
+		state := "clean"
+		switch {
+		case in.Stranded:
+			state = "stranded"
+		case in.Dirty:
+			state = in.Detail
+		}
+		if in.Running {
+			state += ", running"
+		}
+		kind := string(in.Kind)
+		if kind == "" {
+			kind = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.ID, kind, in.Branch, state, in.Path)
+	}
+	return tw.Flush()
+}
+
+// shellJoin quotes argv for a POSIX shell, so the printed line can be pasted.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

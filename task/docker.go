@@ -1,0 +1,248 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DockerOptions configure the docker kind. A nil *DockerOptions is invalid: Image is required.
+type DockerOptions struct {
+	Options
+	// Image is the container image the harness runs in (required).
+	Image string
+	// Mounts are extra bind mounts; none by default.
+	Mounts []Mount
+	// User is passed as --user; "" leaves the image's user.
+	User string
+	// Home is set as HOME in the container; "" leaves the image's.
+	Home string
+	// Env names variables passed from the environment of the process that runs the wrapped
+	// argv (`-e NAME`); names only, since a value would be on the argv.
+	Env []string
+	// RunArgs are extra `docker run` arguments, placed just before the image.
+	RunArgs []string
+	// Docker is the docker client; "" means "docker", looked up on PATH when it runs.
+	Docker string
+}
+
+// Mount is a bind mount of a host path into the container.
+type Mount struct {
+	Source   string `json:"source"` // absolute host path; made canonical
+	Target   string `json:"target"` // absolute path in the container
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// Docker is the docker kind: the task's worktree, and the harness in a `docker run -i --rm`
+// container named after the project and id, with the worktree mounted at its own path.
+// Inside the container the worktree's .git file names a host path that is not mounted,
+// so git there needs the repository mounted through Mounts.
+type Docker struct {
+	*Worktree
+	o    DockerOptions
+	bin  string
+	envs []string
+}
+
+var _ Sandbox = (*Docker)(nil)
+
+// NewDocker checks the options and resolves the project.
+func NewDocker(opts *DockerOptions) (*Docker, error) {
+	if opts == nil || opts.Image == "" {
+		return nil, fmt.Errorf("%w: docker kind needs an image", ErrInvalid)
+	}
+	o := *opts
+	if strings.HasPrefix(o.Image, "-") {
+		return nil, fmt.Errorf("%w: image %q starts with '-'", ErrInvalid, o.Image)
+	}
+	for _, e := range o.Env {
+		if strings.Contains(e, "=") {
+			return nil, fmt.Errorf("%w: docker env %q: give a name; the value comes from the environment", ErrInvalid, e)
+		}
+	}
+	names, err := envNames(o.Env)
+	if err != nil {
+		return nil, err
+	}
+	o.Mounts = append([]Mount(nil), o.Mounts...)
+	for i, m := range o.Mounts {
+		if o.Mounts[i], err = checkMount(m); err != nil {
+			return nil, err
+		}
+	}
+	if o.Home != "" && !filepath.IsAbs(o.Home) {
+		return nil, fmt.Errorf("%w: home %q is not absolute", ErrInvalid, o.Home)
+	}
+	w, err := newWorktree(&o.Options, KindDocker)
+	if err != nil {
+		return nil, err
+	}
+	bin := o.Docker
+	if bin == "" {
+		bin = "docker"
+	}
+	o.RunArgs = append([]string(nil), o.RunArgs...)
+	return &Docker{Worktree: w, o: o, bin: bin, envs: names}, nil
+}
+
+// checkMount makes the source canonical and refuses what `-v src:dst[:ro]` cannot say.
+func checkMount(m Mount) (Mount, error) {
+	if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+		return m, fmt.Errorf("%w: mount %s:%s: both paths must be absolute", ErrInvalid, m.Source, m.Target)
+	}
+	src, err := filepath.EvalSymlinks(m.Source)
+	if err != nil {
+		return m, fmt.Errorf("%w: mount source: %w", ErrInvalid, err)
+	}
+	m.Source, m.Target = src, filepath.Clean(m.Target)
+	if strings.Contains(m.Source, ":") || strings.Contains(m.Target, ":") {
+		return m, fmt.Errorf("%w: mount %s:%s: a path contains ':'", ErrInvalid, m.Source, m.Target)
+	}
+	return m, nil
+}
+
+// ContainerName is the deterministic container name of task id:
+// autobox-<project slug>-<id>, in docker's name alphabet.
+func (d *Docker) ContainerName(id string) (string, error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	return "autobox-" + filepath.Base(d.projDir) + "-" + id, nil
+}
+
+// Workspace removes a stale container of the task's name, then makes the worktree.
+func (d *Docker) Workspace(ctx context.Context, id string) (string, error) {
+	name, err := d.ContainerName(id)
+	if err != nil {
+		return "", err
+	}
+	if err := d.docker(ctx, "rm", "-f", name); err != nil {
+		return "", err
+	}
+	return d.Worktree.Workspace(ctx, id)
+}
+
+// Wrap returns `docker run -i --rm --name <name> --add-host=host.docker.internal:host-gateway
+// -v <cwd>:<cwd> -w <cwd> [mounts] [--user] [-e HOME=<home>] [-e NAME...] [run args] <image>
+// argv...`. Variable values never appear: docker reads them from its own environment.
+func (d *Docker) Wrap(argv []string, o WrapOptions) ([]string, error) {
+	if err := checkWrap(argv, o); err != nil {
+		return nil, err
+	}
+	name, _ := d.ContainerName(o.ID)
+	cwd := o.Cwd
+	if cwd == "" {
+		cwd = filepath.Join(d.projDir, o.ID)
+	}
+	if strings.Contains(cwd, ":") {
+		return nil, fmt.Errorf("%w: cwd %s contains ':'", ErrInvalid, cwd)
+	}
+	out := []string{d.bin, "run", "-i", "--rm", "--name", name,
+		"--add-host=host.docker.internal:host-gateway", "-v", cwd + ":" + cwd, "-w", cwd}
+	for _, m := range d.o.Mounts {
+		v := m.Source + ":" + m.Target
+		if m.ReadOnly {
+			v += ":ro"
+		}
+		out = append(out, "-v", v)
+	}
+	if d.o.User != "" {
+		out = append(out, "--user", d.o.User)
+	}
+	if d.o.Home != "" {
+		out = append(out, "-e", "HOME="+d.o.Home)
+	}
+	names, err := envNames(d.envs, o.Env)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		out = append(out, "-e", n)
+	}
+	out = append(out, d.o.RunArgs...)
+	out = append(out, d.o.Image)
+	return append(out, argv...), nil
+}
+
+// Endpoint is the host as the container sees it (the --add-host entry Wrap adds).
+func (d *Docker) Endpoint(port int) (string, error) {
+	if err := checkPort(port); err != nil {
+		return "", err
+	}
+	return "http://host.docker.internal:" + strconv.Itoa(port), nil
+}
+
+// Stop runs `docker stop <name>`, then stops an `autobox task run` of the task.
+func (d *Docker) Stop(ctx context.Context, id string) error {
+	name, err := d.ContainerName(id)
+	if err != nil {
+		return err
+	}
+	if err := d.docker(ctx, "stop", name); err != nil {
+		return err
+	}
+	return d.stopRun(ctx, id)
+}
+
+// Cleanup runs `docker rm -f <name>` (also for a task whose worktree is gone: a stray
+// container) and removes the worktree; a dirty worktree unforced keeps everything.
+func (d *Docker) Cleanup(ctx context.Context, id string, force bool) (CleanupResult, error) {
+	name, err := d.ContainerName(id)
+	if err != nil {
+		return CleanupResult{}, err
+	}
+	return d.remove(ctx, id, force, func() error {
+		if err := d.docker(ctx, "rm", "-f", name); err != nil {
+			return err
+		}
+		return d.stopRun(ctx, id)
+	})
+}
+
+// docker runs the client with the caller's environment (DOCKER_HOST, contexts). A non-zero
+// exit is not an error: stop and rm of a container that does not exist fail, and that is
+// the common, idempotent case. Only a client that cannot run is an error.
+func (d *Docker) docker(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, d.bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("%s %s: %w", d.bin, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// run, holding the task's run lock, makes the workspace (removing a stale container) and
+// runs the wrapped argv. The lock comes first, so a second run cannot remove the container
+// of a running one.
+func (d *Docker) run(ctx context.Context, id string, argv []string, o WrapOptions, s stdio) (int, error) {
+	return d.runTracked(ctx, id, argv, o, func() (proc, error) {
+		cwd, err := d.Workspace(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if o.Cwd == "" {
+			o.Cwd = cwd
+		}
+		o.ID = id
+		return d.start(argv, o, s)
+	})
+}
+
+// start runs the wrapped argv with this process's environment plus o.Env's values: docker
+// reads the variables Wrap names from there.
+func (d *Docker) start(argv []string, o WrapOptions, s stdio) (proc, error) {
+	wrapped, err := d.Wrap(argv, o)
+	if err != nil {
+		return nil, err
+	}
+	return startHost(wrapped, o.Cwd, withEnv(os.Environ(), o.Env), s)
+}

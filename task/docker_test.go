@@ -1,0 +1,226 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// fakeDocker puts a `docker` on PATH that appends its argv (one argument a line, then a
+// line "--") to the returned log, and for `run` prints API_KEY from its environment.
+func fakeDocker(t *testing.T) (log string) {
+	t.Helper()
+	dir := t.TempDir()
+	log = filepath.Join(dir, "argv.log")
+	script := "#!/bin/sh\n" +
+		"for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$FAKE_DOCKER_LOG\"\n" +
+		"printf -- '--\\n' >> \"$FAKE_DOCKER_LOG\"\n" +
+		"if [ \"$1\" = run ]; then printf 'API_KEY=%s\\n' \"$API_KEY\"; fi\n"
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DOCKER_LOG", log)
+	return log
+}
+
+// dockerCalls reads the fake docker's log: one argv per call.
+func dockerCalls(t *testing.T, log string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls [][]string
+	var cur []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if line == "--" {
+			calls = append(calls, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, line)
+	}
+	return calls
+}
+
+// golden compares got (one argument a line, with the test's paths replaced by names) to
+// testdata/name.golden.
+func golden(t *testing.T, name string, got []string, repl *strings.Replacer) {
+	t.Helper()
+	text := repl.Replace(strings.Join(got, "\n") + "\n")
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != string(want) {
+		t.Errorf("%s mismatch:\n--- got\n%s--- want\n%s", path, text, want)
+	}
+}
+
+func TestDockerWrapGolden(t *testing.T) {
+	log := fakeDocker(t)
+	root, tasks := newRepo(t), tasksDir(t)
+	cache := t.TempDir()
+	minimal, err := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "example/harness:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := NewDocker(&DockerOptions{
+		Options: Options{Project: root, TasksDir: tasks},
+		Image:   "example/harness:1",
+		Mounts: []Mount{
+			{Source: cache, Target: "/home/agent/.cache"},
+			{Source: root, Target: "/src", ReadOnly: true},
+		},
+		User:    "1000:1000",
+		Home:    "/home/agent",
+		Env:     []string{"ANTHROPIC_API_KEY", "TERM"},
+		RunArgs: []string{"--memory=4g", "--network=bridge"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := minimal.Path("t-1")
+	name, _ := minimal.ContainerName("t-1")
+	repl := strings.NewReplacer(wt, "$WORKTREE", cache, "$CACHE", root, "$ROOT", name, "$NAME")
+	if !strings.HasPrefix(name, "autobox-proj-") || !strings.HasSuffix(name, "-t-1") {
+		t.Fatalf("container name %q", name)
+	}
+
+	argv := []string{"claude", "-p", "fix the bug"}
+	got, err := minimal.Wrap(argv, WrapOptions{ID: "t-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "docker_wrap_minimal", got, repl)
+
+	env := []string{"ANTHROPIC_API_KEY=sk-secret-value", "MCP_URL=http://host.docker.internal:7777"}
+	got, err = full.Wrap(argv, WrapOptions{ID: "t-1", Env: env, Cwd: wt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "docker_wrap_full", got, repl)
+	if joined := strings.Join(got, " "); strings.Contains(joined, "sk-secret") {
+		t.Fatalf("a secret value is on the argv: %s", joined)
+	}
+	if calls := dockerCalls(t, log); len(calls) != 0 {
+		t.Fatalf("Wrap ran docker: %q", calls) // Wrap is pure
+	}
+	mustExist(t, wt, false)
+	if u, err := full.Endpoint(7777); err != nil || u != "http://host.docker.internal:7777" {
+		t.Fatalf("Endpoint = %q, %v", u, err)
+	}
+}
+
+func TestDockerOptionsChecked(t *testing.T) {
+	root, tasks := newRepo(t), tasksDir(t)
+	base := Options{Project: root, TasksDir: tasks}
+	bad := []*DockerOptions{
+		nil,
+		{Options: base},
+		{Options: base, Image: "--privileged"},
+		{Options: base, Image: "i", Env: []string{"A B"}},
+		{Options: base, Image: "i", Env: []string{"TOKEN=on-the-argv"}},
+		{Options: base, Image: "i", Mounts: []Mount{{Source: "relative", Target: "/x"}}},
+		{Options: base, Image: "i", Mounts: []Mount{{Source: root, Target: "/x:rw"}}},
+		{Options: base, Image: "i", Home: "home"},
+	}
+	for i, o := range bad {
+		if _, err := NewDocker(o); !errors.Is(err, ErrInvalid) {
+			t.Errorf("case %d: NewDocker = %v, want ErrInvalid", i, err)
+		}
+	}
+}
+
+func TestDockerLifecycleAgainstFakeDocker(t *testing.T) {
+	log := fakeDocker(t)
+	root, tasks := newRepo(t), tasksDir(t)
+	ctx := context.Background()
+	d, err := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "img", Env: []string{"API_KEY"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _ := d.ContainerName("k")
+	cwd := workspaceT(t, d, "k")
+	calls := dockerCalls(t, log)
+	if len(calls) != 1 || strings.Join(calls[0], " ") != "rm -f "+name {
+		t.Fatalf("Workspace ran docker %q, want one `rm -f %s`", calls, name)
+	}
+
+	// Run: the secret reaches docker through its environment, not its argv.
+	var out bytes.Buffer
+	pr, err := d.start([]string{"harness"}, WrapOptions{ID: "k", Cwd: cwd, Env: []string{"API_KEY=sk-123"}}, stdio{out: &out, err: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := pr.wait(); code != 0 || err != nil {
+		t.Fatalf("fake docker run: %d, %v", code, err)
+	}
+	if got := out.String(); got != "API_KEY=sk-123\n" {
+		t.Fatalf("fake docker saw %q", got)
+	}
+	calls = dockerCalls(t, log)
+	run := strings.Join(calls[1], " ")
+	if !strings.Contains(run, " -e API_KEY ") || strings.Contains(run, "sk-123") {
+		t.Fatalf("docker run argv: %s", run)
+	}
+
+	if err := d.Stop(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(dockerCalls(t, log)[2], " "); got != "stop "+name {
+		t.Fatalf("Stop ran docker %q", got)
+	}
+
+	// Dirty and unforced: nothing is removed, the container included.
+	writeFile(t, filepath.Join(cwd, "wip"), "x")
+	res, err := d.Cleanup(ctx, "k", false)
+	if err != nil || res.Removed || !res.Dirty {
+		t.Fatalf("unforced Cleanup = %+v, %v", res, err)
+	}
+	if n := len(dockerCalls(t, log)); n != 3 {
+		t.Fatalf("refused Cleanup ran docker: %q", dockerCalls(t, log)[3:])
+	}
+	res, err = d.Cleanup(ctx, "k", true)
+	if err != nil || !res.Removed {
+		t.Fatalf("forced Cleanup = %+v, %v", res, err)
+	}
+	if got := strings.Join(dockerCalls(t, log)[3], " "); got != "rm -f "+name {
+		t.Fatalf("Cleanup ran docker %q", got)
+	}
+	// A task whose worktree is gone still gets its stray container removed.
+	if res, err = d.Cleanup(ctx, "k", false); err != nil || res != (CleanupResult{}) {
+		t.Fatalf("Cleanup of a missing task = %+v, %v", res, err)
+	}
+	if got := strings.Join(dockerCalls(t, log)[4], " "); got != "rm -f "+name {
+		t.Fatalf("Cleanup of a missing task ran docker %q", got)
+	}
+}
+
+func TestDockerMissingClientIsAnError(t *testing.T) {
+	d, err := NewDocker(&DockerOptions{Options: Options{Project: newRepo(t), TasksDir: tasksDir(t)},
+		Image: "img", Docker: filepath.Join(t.TempDir(), "no-docker")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(context.Background(), "k"); err == nil {
+		t.Fatal("Stop with no docker client succeeded")
+	}
+}

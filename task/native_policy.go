@@ -1,0 +1,141 @@
+package task
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// systemReadOnly are host directories a harness needs to start programs (missing ones are
+// skipped by the enforcer). /proc is readable, but Landlock denies ptrace-class access
+// (/proc/<pid>/environ, mem) to processes outside the sandbox.
+var systemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/opt", "/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup"}
+
+var harnessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// sandboxPolicy prepares the repository so that the rules can be narrow, and returns what
+// the harness of task rec may touch.
+//
+// Landlock grants rights per inode: a rule on a directory covers everything beneath it, and
+// creating, renaming or deleting a file needs rights on its directory. What a commit on
+// autobox/<id> writes in the repository's git directory G, and the rule that allows it:
+//
+//	G/objects/xx/tmp_obj_*, link to G/objects/xx/<hash>   ReadWrite on each of the 256
+//	                                                      G/objects/xx (pre-created, so git
+//	                                                      never needs G/objects itself)
+//	G/refs/heads/autobox/<id>.lock, renamed onto <id>     ReadWrite on G/refs/heads/autobox
+//	G/logs/refs/heads/autobox/<id> (appended)             ReadWrite on that file only
+//	                                                      (pre-created), file rights only
+//	G/worktrees/<name>/{index,HEAD,logs/HEAD,*.lock,      ReadWrite on the admin directory
+//	  COMMIT_EDITMSG,ORIG_HEAD,...}
+//
+// Where this is broader than "only what committing on its own branch needs":
+//   - G/refs/heads/autobox: the harness can create, move or delete any loose autobox/*
+//     branch, so other tasks' branches too (and shadow a packed one). Branches outside
+//     autobox/, tags, packed-refs, HEAD of the main checkout stay unwritable.
+//   - G/objects/xx: it can delete or rewrite existing loose objects, which can corrupt
+//     the repository's history (data only: no object is executed). G/objects/pack and
+//     G/objects/info (alternates) stay unwritable.
+//   - the admin directory: it can rewrite its commondir, gitdir and HEAD files. Host git
+//     never trusts them: autobox pins GIT_DIR/GIT_COMMON_DIR/GIT_WORK_TREE (see pinned),
+//     and removes the worktree itself instead of through them. NewNative refuses
+//     repositories with extensions.worktreeConfig, whose config.worktree would live there.
+//
+// G/hooks, G/config, G/info, G/packed-refs and the main checkout are read-only, so
+// nothing the harness writes runs on the host through git.
+func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
+	g := n.repo.common
+	p := n.paths(rec.ID)
+	for _, dir := range []string{filepath.Join(p.scratch, "home"), filepath.Join(p.scratch, "tmp")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("task scratch: %w", err)
+		}
+	}
+	rw := []string{rec.Path, p.scratch, rec.Admin}
+	have := map[string]bool{}
+	entries, err := os.ReadDir(filepath.Join(g, "objects"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s/objects: %w", g, err)
+	}
+	for _, e := range entries {
+		have[e.Name()] = e.IsDir()
+	}
+	for i := 0; i < 256; i++ {
+		name := fmt.Sprintf("%02x", i)
+		dir := filepath.Join(g, "objects", name)
+		if !have[name] {
+			if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("preparing %s: %w", dir, err)
+			}
+		}
+		rw = append(rw, dir)
+	}
+	refDir := filepath.Join(g, "refs", "heads", "autobox")
+	reflog := filepath.Join(g, "logs", "refs", "heads", "autobox", rec.ID)
+	if err := os.MkdirAll(refDir, 0o777); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", refDir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(reflog), 0o777); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", reflog, err)
+	}
+	// O_APPEND without O_TRUNC: an existing reflog is kept as it is.
+	f, err := os.OpenFile(reflog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", reflog, err)
+	}
+	f.Close()
+	rw = append(rw, refDir, reflog)
+	rw = append(rw, n.o.ReadWrite...)
+
+	ro := append([]string(nil), systemReadOnly...)
+	if resolv, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !within(resolv, "/etc") {
+		ro = append(ro, resolv) // often /run/systemd/resolve/...: DNS for the harness
+	}
+	ro = append(ro, n.repo.root)
+	if !within(g, n.repo.root) {
+		ro = append(ro, g)
+	}
+	ro = append(ro, alternates(filepath.Join(g, "objects"))...)
+	ro = append(ro, n.o.ReadOnly...)
+
+	var deny []string
+	for _, d := range []string{filepath.Join(g, "hooks"), filepath.Join(g, "config")} {
+		if fileExists(d) {
+			deny = append(deny, d)
+		}
+	}
+	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices,
+		AllowNetwork: !n.o.NoNetwork, AllowExec: true}, nil
+}
+
+// alternates are the canonical object directories objects/info/alternates borrows from;
+// git inside the sandbox must read them.
+func alternates(objects string) []string {
+	f, err := os.Open(filepath.Join(objects, "info", "alternates"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !filepath.IsAbs(line) {
+			line = filepath.Join(objects, line)
+		}
+		if c, err := filepath.EvalSymlinks(line); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package task
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+)
+
+// stateDirName holds per-task private state next to the worktrees. It starts with a dot, so
+// no valid task id can name it.
+const stateDirName = ".autobox"
+
+// DefaultTasksDir is where worktrees go when Options.TasksDir is "": $AUTOBOX_TASKS_DIR, else
+// $XDG_DATA_HOME/autobox-tasks, else ~/.local/share/autobox-tasks (macOS:
+// ~/Library/Application Support/autobox-tasks, as autobox's other data).
+func DefaultTasksDir() (string, error) {
+	if dir := os.Getenv("AUTOBOX_TASKS_DIR"); dir != "" {
+		return dir, nil
+	}
+	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" && runtime.GOOS != "darwin" {
+		return filepath.Join(dir, "autobox-tasks"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("tasks directory: %w", err)
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "autobox-tasks"), nil
+	}
+	return filepath.Join(home, ".local", "share", "autobox-tasks"), nil
+}
+
+var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// projectSlug is "<base>-<8 hex of sha256(root)>": readable, and distinct for two projects
+// with the same base name. The base is reduced to safe characters so that it can also be
+// part of a container name.
+func projectSlug(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	base := unsafeNameChars.ReplaceAllString(filepath.Base(root), "_")
+	for len(base) > 0 && (base[0] == '.' || base[0] == '_' || base[0] == '-') {
+		base = base[1:]
+	}
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	if base == "" {
+		base = "project"
+	}
+	return base + "-" + hex.EncodeToString(sum[:4])
+}
+
+// record is what autobox knows of a task, kept outside the worktree where no sandbox can
+// write it. Admin is the worktree's admin directory in the repository, read from git right
+// after the worktree was made (before any harness ran in it).
+type record struct {
+	ID     string `json:"id"`
+	Kind   Kind   `json:"kind"`
+	Root   string `json:"root"`
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Admin  string `json:"admin"`
+}
+
+func readRecord(path string) (record, error) {
+	var r record
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("task record %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// writeJSON replaces path atomically: temp file in the same directory, fsync, rename.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// isEmptyDir reports whether path is a directory with no entries.
+func isEmptyDir(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
+}
+
+// exists reports whether path exists (without following a final symlink).
+func exists(path string) (bool, error) {
+	_, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
