@@ -1,0 +1,71 @@
+// Package jail enforces a policy.Sandbox on Linux: Landlock, seccomp and
+// no_new_privs on one locked OS thread (RestrictThread), inherited by what
+// that thread starts, and process trees run through a launcher role of the
+// autobox binary (`autobox worker exec`, LauncherMain) that can kill
+// everything a command spawns (Start, Pool, Tree). ForbidExecAllThreads is
+// the JS worker's process-wide exec ban. Raw seccomp programs are assembled
+// in jail/seccomp. Other platforms compile a stub that fails closed.
+//
+// Why per thread: autobox links V8 through cgo, so the process has threads
+// that Go does not control. Landlock (without TSYNC) and seccomp (without
+// TSYNC) apply to the calling thread and are copied to children at clone,
+// so a goroutine that locks its thread, restricts it and forks from it gives
+// the child the restrictions and leaves the rest of the process alone.
+//
+// # Enforced
+//
+//   - Filesystem (Landlock, ABI >= 3 required; Check refuses older): every
+//     access right the running ABI knows is handled, so only what a rule grants
+//     is possible. ReadOnly: read files, list directories, and execute when
+//     AllowExec. ReadWrite: everything (execute only when AllowExec). Devices:
+//     read, write, truncate (for `> /dev/null`), ioctl (ABI >= 5). Files
+//     get file rights only; missing paths are skipped. Denied: reading,
+//     listing, writing, creating, truncating (truncate(2) and O_TRUNC),
+//     renaming, linking, removing, mkdir, mknod, symlink outside the rules.
+//     DenyWrite paths are unwritable because no rule covers them; a DenyWrite
+//     path inside a ReadWrite path is refused (ErrPolicy).
+//   - Network, when !AllowNetwork: seccomp fails socket(2) and socketpair(2)
+//     for every family but AF_UNIX with EAFNOSUPPORT (IPv4, IPv6, netlink,
+//     packet, raw...), and Landlock (ABI >= 4) denies TCP bind and connect
+//     even on a socket obtained some other way.
+//   - Scoping (Landlock ABI >= 6, always on): no signals to processes outside
+//     the sandbox, no connecting to abstract unix sockets bound outside it.
+//   - seccomp, always: EPERM for ptrace, process_vm_readv/writev, mounts and
+//     the new mount API, pivot_root, chroot, unshare, setns, clone with
+//     namespace flags, keyrings, bpf, perf_event_open, userfaultfd, kexec,
+//     module loading, open_by_handle_at/name_to_handle_at, swap, reboot,
+//     iopl/ioperm, acct, quotactl, lookup_dcookie, fanotify_init, io_uring,
+//     personality other than the default, ioctl TIOCSTI and TIOCLINUX.
+//     clone3 fails with ENOSYS (libc falls back to clone, whose flags the
+//     filter can read). Foreign ABIs (i386 int 0x80, x32, arm32) fail with
+//     ENOSYS.
+//   - no_new_privs: setuid binaries and file capabilities give nothing.
+//   - Process trees: the command runs in its own process group in the
+//     launcher's new session, with no controlling terminal, stdin /dev/null,
+//     exactly fds 0-2, exactly the given environment. The launcher is a child
+//     subreaper; when the command exits or Kill is called it SIGKILLs every
+//     descendant (setsid and double-fork included) until none is left.
+//
+// # Not enforced
+//
+//   - Metadata: Landlock has no right for chmod, chown, utimes or extended
+//     attributes, nor for stat, readlink, path lookup or access(2): a command
+//     can see which files exist anywhere and, with the file's owner or root
+//     rights, change their mode and owner. Run autobox as an unprivileged user.
+//   - Capabilities and uid are not dropped: a command started by root is root
+//     (still inside Landlock and seccomp).
+//   - Pathname unix sockets: connecting to an existing socket file (a Docker
+//     or D-Bus socket) is not a Landlock right in ABI <= 7, and AF_UNIX is
+//     allowed; file permissions are the only guard.
+//   - Below Landlock ABI 6 signals and abstract unix sockets are not scoped;
+//     below ABI 4 TCP relies on the seccomp family check alone.
+//   - AllowExec=false denies execve of files; it does not stop a running
+//     program from mapping memory executable (JIT, dlopen of readable files).
+//   - System V IPC and POSIX message queues are not isolated.
+//   - Resource limits, CPU time and memory are the caller's (rlimits, the
+//     watchdog); this package applies none.
+//   - If the launcher itself is SIGKILLed from outside, the command gets
+//     SIGKILL (Pdeathsig), but descendants that left its session survive,
+//     orphaned to init. Kill handles a wedged launcher; nothing handles a
+//     vanished one.
+package jail

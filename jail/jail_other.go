@@ -1,0 +1,63 @@
+//go:build !linux
+
+package jail
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// This platform has neither Landlock nor seccomp: every entry point fails
+// closed with an error that names what is missing.
+
+var errPlatform = fmt.Errorf("%w: Landlock and seccomp are Linux-only, this is %s/%s", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
+
+// Probe reports that nothing can be enforced here.
+func Probe() Status {
+	return Status{Platform: runtime.GOOS + "/" + runtime.GOARCH, Landlock: "not Linux"}
+}
+
+// RestrictThread fails: nothing can be enforced here.
+func RestrictThread(p *policy.Sandbox) error { return errPlatform }
+
+// ForbidExecAllThreads fails: nothing can be enforced here.
+func ForbidExecAllThreads() error { return errPlatform }
+
+// Tree is never created on this platform.
+type Tree struct{}
+
+// Start fails: there is no launcher on this platform, even for Unsafe specs
+// (the process-tree handling is Linux-only too).
+func Start(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
+	return nil, errPlatform
+}
+
+// Pool is never useful on this platform.
+type Pool struct{}
+
+// NewPool returns a pool whose Start fails.
+func NewPool(exe string, size int) *Pool { return &Pool{} }
+
+// Start fails: there is no launcher on this platform.
+func (p *Pool) Start(spec *Spec, stdout, stderr *os.File) (*Tree, error) { return nil, errPlatform }
+
+// Close does nothing.
+func (p *Pool) Close() {}
+
+// Pid returns 0.
+func (t *Tree) Pid() int { return 0 }
+
+// Wait reports that nothing ran.
+func (t *Tree) Wait() (Result, error) { return Result{ExitCode: -1}, errPlatform }
+
+// Kill does nothing.
+func (t *Tree) Kill() {}
+
+// LauncherMain reports the missing platform and exits with status 2.
+func LauncherMain() {
+	fmt.Fprintln(os.Stderr, errPlatform)
+	os.Exit(2)
+}

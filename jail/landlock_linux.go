@@ -1,0 +1,147 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+const (
+	// fsRightsABI1 is every filesystem right of Landlock ABI 1.
+	fsRightsABI1 = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+
+	// fileRights are the rights that make sense on a file; Landlock rejects a
+	// rule that grants directory rights on a non-directory.
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+
+	readRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+
+	// deviceRights need no TRUNCATE: `> /dev/null` opens with O_TRUNC, but
+	// O_TRUNC means nothing on a non-regular file and Landlock does not ask.
+	deviceRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// handledFS is every filesystem right that ABI abi knows, so that anything
+// not granted by a rule is denied. Rights of ABIs newer than this code knows
+// (the kernel is newer than x/sys's documentation of it) are left unhandled.
+func handledFS(abi int) uint64 {
+	r := uint64(fsRightsABI1)
+	if abi >= abiRefer {
+		r |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= abiTruncate {
+		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= abiIoctlDev {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return r
+}
+
+// pathRule grants access beneath one path.
+type pathRule struct {
+	path   string
+	access uint64
+}
+
+// landlockPlan is the ruleset for p at ABI abi, before any syscall.
+func landlockPlan(p *policy.Sandbox, abi int) (attr unix.LandlockRulesetAttr, size uintptr, rules []pathRule) {
+	handled := handledFS(abi)
+	attr.Handled_access_fs = handled
+	size = unsafe.Offsetof(attr.Handled_access_net)
+	if abi >= abiNet {
+		if !p.AllowNetwork {
+			// Handled with no rule: every TCP bind and connect is denied.
+			attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		}
+		size = unsafe.Offsetof(attr.Scoped)
+	}
+	if abi >= abiScope {
+		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		size = unsafe.Offsetof(attr.Quiet_access_fs)
+	}
+
+	exec := uint64(0)
+	if p.AllowExec {
+		exec = unix.LANDLOCK_ACCESS_FS_EXECUTE
+	}
+	all := handled &^ unix.LANDLOCK_ACCESS_FS_EXECUTE
+	for _, path := range p.ReadOnly {
+		rules = append(rules, pathRule{path, readRights | exec})
+	}
+	for _, path := range p.ReadWrite {
+		rules = append(rules, pathRule{path, all | exec})
+	}
+	for _, path := range p.Devices {
+		rules = append(rules, pathRule{path, deviceRights & handled})
+	}
+	// DenyWrite needs no rule: it is not writable unless a ReadWrite rule
+	// covers it, and checkPolicy refuses that.
+	return attr, size, rules
+}
+
+// newRuleset creates a Landlock ruleset fd with p's rules. It changes nothing
+// about the calling thread; landlockRestrict does.
+func newRuleset(p *policy.Sandbox, abi int) (int, error) {
+	attr, size, rules := landlockPlan(p, abi)
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if e != 0 {
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
+	}
+	for _, r := range rules {
+		if err := addPathRule(int(fd), r); err != nil {
+			unix.Close(int(fd))
+			return -1, err
+		}
+	}
+	return int(fd), nil
+}
+
+func addPathRule(ruleset int, r pathRule) error {
+	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil // e.g. /lib64 on arm64: nothing there to allow
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s for a Landlock rule: %w", r.path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", r.path, err)
+	}
+	access := r.access
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= fileRights
+	}
+	if access == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
+	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	if e != 0 {
+		return fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
+	}
+	return nil
+}
+
+// landlockRestrict enforces the ruleset on the calling thread, for good.
+func landlockRestrict(ruleset int) error {
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); e != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package jail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Inherited descriptors of the launcher; see the diagram in proto.go.
+const (
+	ctlFD    = 3
+	statusFD = 4
+
+	// closeRangeCloexec is CLOSE_RANGE_CLOEXEC (Linux 5.11).
+	closeRangeCloexec = 1 << 2
+
+	// killPoll is how long the launcher waits for its reaper between kill
+	// rounds.
+	killPoll = 2 * time.Millisecond
+)
+
+// LauncherMain is the body of `autobox worker exec`: main() calls it before
+// anything else when its arguments are "worker exec". It never returns.
+func LauncherMain() {
+	os.Exit(launch())
+}
+
+type started struct {
+	pid     int
+	err     error
+	sandbox bool // err came from RestrictThread
+}
+
+type exited struct {
+	status unix.WaitStatus
+	empty  bool // the launcher had no other children when the command was reaped
+}
+
+// command is what runCommand needs once the spec has arrived.
+type command struct {
+	spec   *Spec
+	path   string
+	stdout int
+	stderr int
+}
+
+func launch() int {
+	status := os.NewFile(statusFD, "status")
+	fail := func(kind string, err error) int {
+		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		return 2
+	}
+	// Every descriptor from 3 up becomes close-on-exec, including any the
+	// supervisor leaked to us, so the command inherits exactly 0, 1 and 2.
+	// Marking instead of closing leaves the Go runtime's own fds alone.
+	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
+		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
+	}
+	// Orphans anywhere below us are reparented to us instead of init, even
+	// after setsid and a double fork, so killing "our descendants" is complete.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail("", fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err))
+	}
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	requestStop := func() { stopOnce.Do(func() { close(stop) }) }
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	go func() { <-sig; requestStop() }()
+
+	// Do what does not depend on the spec while waiting for it (a pooled
+	// launcher waits long): probe the kernel, start and lock the thread.
+	Probe()
+	cmdc := make(chan command, 1)
+	startc := make(chan started, 1)
+	exitc := make(chan exited, 1)
+	empty := make(chan struct{})
+	go runCommand(cmdc, startc, exitc, empty)
+
+	ctl := os.NewFile(ctlFD, "ctl")
+	spec, fds, err := readSpec(ctl)
+	if errors.Is(err, io.EOF) {
+		return 0 // released before use
+	}
+	if err != nil {
+		return fail("", err)
+	}
+	path, err := lookPath(spec)
+	if err != nil {
+		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
+		return 0
+	}
+	cmdc <- command{spec: spec, path: path, stdout: fds[0], stderr: fds[1]}
+	st := <-startc
+	if st.err != nil {
+		if st.sandbox {
+			return fail(errKindSandbox, st.err)
+		}
+		_ = writeFrame(status, &message{Type: msgSpawnError, Error: st.err.Error()})
+		return 0
+	}
+	_ = writeFrame(status, &message{Type: msgStarted, Pid: st.pid})
+	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
+	// the control socket means: stop now.
+	go func() {
+		var b [1]byte
+		_, _ = ctl.Read(b[:])
+		requestStop()
+	}()
+
+	var ex exited
+	reaped := false
+	select {
+	case ex = <-exitc:
+		reaped = true
+	case <-stop:
+	}
+	if !reaped || !ex.empty {
+		killUntilEmpty(empty)
+	}
+	if !reaped {
+		ex = <-exitc
+	}
+	msg := &message{Type: msgExit}
+	switch {
+	case ex.status.Exited():
+		msg.Code = ex.status.ExitStatus()
+	case ex.status.Signaled():
+		msg.Code, msg.Signal = -1, unix.SignalName(ex.status.Signal())
+	}
+	_ = writeFrame(status, msg)
+	return 0
+}
+
+// readSpec reads the spec frame and the two descriptors (stdout, stderr)
+// sent with its first bytes. io.EOF: the supervisor closed the socket first.
+func readSpec(ctl *os.File) (*Spec, [2]int, error) {
+	var fds [2]int
+	var hdr [4]byte
+	oob := make([]byte, unix.CmsgSpace(4*len(fds)))
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(ctlFD, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fds, fmt.Errorf("reading spec: %w", err)
+	}
+	if n == 0 {
+		return nil, fds, io.EOF
+	}
+	var rights []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+		rights, _ = unix.ParseUnixRights(&msgs[0])
+	}
+	if len(rights) != len(fds) {
+		return nil, fds, fmt.Errorf("spec came with %d descriptors, want stdout and stderr", len(rights))
+	}
+	copy(fds[:], rights)
+	m, err := readFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
+	if err != nil {
+		return nil, fds, fmt.Errorf("reading spec: %w", err)
+	}
+	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
+		return nil, fds, fmt.Errorf("want a spec frame with a command, got %q", m.Type)
+	}
+	return m.Spec, fds, nil
+}
+
+// runCommand restricts its own thread and starts the command from it. The
+// thread stays locked and alive until the launcher has no children left: it
+// is restricted (nothing else may run on it), and the command's Pdeathsig is
+// tied to it.
+func runCommand(cmdc <-chan command, startc chan<- started, exitc chan<- exited, empty chan<- struct{}) {
+	runtime.LockOSThread()
+	defer close(empty)
+	c := <-cmdc
+	spec := c.spec
+	if !spec.Unsafe {
+		if err := RestrictThread(&spec.Sandbox); err != nil {
+			startc <- started{err: err, sandbox: true}
+			return
+		}
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	pid, err := syscall.ForkExec(c.path, spec.Argv, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   env,
+		Files: []uintptr{0, uintptr(c.stdout), uintptr(c.stderr)},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		startc <- started{err: fmt.Errorf("exec %s: %w", c.path, err)}
+		return
+	}
+	startc <- started{pid: pid}
+	reap(pid, exitc)
+}
+
+// reap collects every child until none is left. ECHILD means no children
+// and therefore no descendants: an orphan is always reparented to us.
+func reap(cmd int, exitc chan<- exited) {
+	var ws unix.WaitStatus
+	for {
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if pid != cmd {
+			continue
+		}
+		ex := exited{status: ws}
+		// Usually the command leaves nothing behind; finding that out here
+		// spares the common case a scan of /proc.
+		for {
+			p, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			ex.empty = errors.Is(err, unix.ECHILD)
+			if err != nil || p == 0 {
+				break
+			}
+		}
+		exitc <- ex
+		if ex.empty {
+			return
+		}
+	}
+}
+
+// killUntilEmpty SIGKILLs the launcher's descendants, round after round,
+// until the reaper has seen the last of them.
+func killUntilEmpty(empty <-chan struct{}) {
+	self := os.Getpid()
+	for {
+		_, _ = killRound(self, false)
+		select {
+		case <-empty:
+			return
+		case <-time.After(killPoll):
+		}
+	}
+}
+
+// defaultPath is searched when the command's environment has no PATH, as
+// seatbelt does on macOS (and execvp does).
+const defaultPath = "/usr/bin:/bin"
+
+// lookPath resolves a bare command name with the PATH of the command's own
+// environment. Relative PATH entries are skipped: they would resolve against
+// a directory the caller did not choose.
+func lookPath(spec *Spec) (string, error) {
+	name := spec.Argv[0]
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathEnv := defaultPath
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", name)
+}

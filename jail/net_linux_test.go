@@ -1,0 +1,111 @@
+package jail
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"testing"
+)
+
+// listeners opens a TCP and a UDP listener on loopback and an abstract unix
+// socket, all outside any sandbox.
+func listeners(t *testing.T) (tcp, udp, abstract string) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptAndClose(t, ln)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	abstract = fmt.Sprintf("autobox-jail-test-%d", os.Getpid())
+	ul, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptAndClose(t, ul)
+	return ln.Addr().String(), pc.LocalAddr().String(), abstract
+}
+
+func TestNetwork(t *testing.T) {
+	requireJail(t)
+	tcp, udp, _ := listeners(t)
+	probes := []string{
+		"tcp-connect:" + tcp, "tcp-bind:127.0.0.1:0", "udp-send:" + udp,
+		"socket:inet", "socket:inet6", "socket:netlink", "socket:packet", "socket:unix",
+		"socketpair:unix", "socketpair:inet",
+	}
+	p := basePolicy(t)
+	got, _, _ := startHelper(t, Spec{Sandbox: p}, probes...)
+	expect(t, "AllowNetwork=false", got, map[string]string{
+		"tcp-connect:" + tcp: "EAFNOSUPPORT", "tcp-bind:127.0.0.1:0": "EAFNOSUPPORT", "udp-send:" + udp: "EAFNOSUPPORT",
+		"socket:inet": "EAFNOSUPPORT", "socket:inet6": "EAFNOSUPPORT", "socket:netlink": "EAFNOSUPPORT",
+		"socket:packet": "EAFNOSUPPORT", "socketpair:inet": "EAFNOSUPPORT",
+		"socket:unix": "ok", "socketpair:unix": "ok",
+	})
+	p.AllowNetwork = true
+	got, _, _ = startHelper(t, Spec{Sandbox: p}, probes...)
+	want := map[string]string{
+		"tcp-connect:" + tcp: "ok", "tcp-bind:127.0.0.1:0": "ok", "udp-send:" + udp: "ok",
+		"socket:inet": "ok", "socket:inet6": "ok", "socket:netlink": "ok", "socket:packet": "ok",
+		"socket:unix": "ok", "socketpair:unix": "ok",
+		"socketpair:inet": "ENOTSUP", // (EOPNOTSUPP) the kernel's own answer: not a filter
+	}
+	if os.Geteuid() != 0 {
+		want["socket:packet"] = "EPERM" // CAP_NET_RAW: the kernel's answer, not the filter's
+	}
+	expect(t, "AllowNetwork=true", got, want)
+}
+
+// TestLandlockTCP reaches Landlock's TCP rules with sockets created before
+// the restriction, past seccomp's family check: the second layer holds alone.
+func TestLandlockTCP(t *testing.T) {
+	if st := requireJail(t); !st.TCPDenied() {
+		t.Skipf("Landlock ABI %d < %d: no TCP rules on this kernel", st.LandlockABI, abiNet)
+	}
+	tcp, _, _ := listeners(t)
+	probes := []string{"pre-tcp-connect:" + tcp, "pre-tcp-bind:127.0.0.1:0"}
+	p := basePolicy(t)
+	got := selfRestricted(t, p, probes...)
+	expect(t, "AllowNetwork=false", got, map[string]string{probes[0]: "EACCES", probes[1]: "EACCES"})
+	p.AllowNetwork = true
+	got = selfRestricted(t, p, probes...)
+	expect(t, "AllowNetwork=true", got, map[string]string{probes[0]: "ok", probes[1]: "ok"})
+}
+
+func TestScopes(t *testing.T) {
+	if st := requireJail(t); !st.Scoped() {
+		t.Skipf("Landlock ABI %d < %d: signals and abstract sockets are not scoped on this kernel", st.LandlockABI, abiScope)
+	}
+	_, _, abstract := listeners(t)
+	me := fmt.Sprint(os.Getpid())
+	probes := []string{"abstract-connect:" + abstract, "abstract-self:" + abstract + "-inner", "kill:" + me, "kill-self"}
+	for _, net := range []bool{false, true} {
+		p := basePolicy(t)
+		p.AllowNetwork = net
+		got, _, _ := startHelper(t, Spec{Sandbox: p}, probes...)
+		expect(t, fmt.Sprintf("sandboxed, AllowNetwork=%v", net), got, map[string]string{
+			probes[0]: "EPERM", "kill:" + me: "EPERM",
+			probes[1]: "ok", "kill-self": "ok", // inside the sandbox both work
+		})
+	}
+	got, _, _ := startHelper(t, Spec{Unsafe: true}, probes...)
+	expect(t, "unsafe", got, map[string]string{probes[0]: "ok", "kill:" + me: "ok", probes[1]: "ok", "kill-self": "ok"})
+}
+
+// acceptAndClose serves ln until the test ends, closing each connection.
+func acceptAndClose(t *testing.T, ln net.Listener) {
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}

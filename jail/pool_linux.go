@@ -1,0 +1,115 @@
+package jail
+
+import (
+	"os"
+	"sync"
+)
+
+// Pool keeps launchers started ahead of time, so that Start pays neither for
+// the launcher's fork/exec nor for its runtime start: only for sending the
+// spec and starting the command. A used launcher is replaced when its tree
+// finishes; with calls back to back, a size of 2 keeps one ready. Each idle
+// launcher is a process plus one locked supervisor thread (its Pdeathsig
+// parent). Safe for concurrent use.
+type Pool struct {
+	exe   string
+	ready chan *Tree
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewPool keeps size launchers of exe ready (size < 1 is taken as 1).
+func NewPool(exe string, size int) *Pool {
+	if size < 1 {
+		size = 1
+	}
+	p := &Pool{exe: exe, ready: make(chan *Tree, size)}
+	for i := 0; i < size; i++ {
+		p.refill()
+	}
+	return p
+}
+
+// refill starts one launcher in the background and parks it in ready.
+func (p *Pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t, err := spawn(p.exe)
+		if err != nil {
+			return // Start spawns on demand and reports the error
+		}
+		p.mu.Lock()
+		if !p.closed {
+			select {
+			case p.ready <- t:
+				p.mu.Unlock()
+				return
+			default:
+			}
+		}
+		p.mu.Unlock()
+		release(t)
+	}()
+}
+
+// release ends an unused launcher.
+func release(t *Tree) {
+	t.released.Store(true)
+	t.closeCtl()
+	<-t.reaped
+}
+
+// Start is jail.Start with a launcher from the pool (or a new one if none is
+// ready); the pool is refilled in the background.
+func (p *Pool) Start(spec *Spec, stdout, stderr *os.File) (*Tree, error) {
+	if err := checkSpec(spec, stdout, stderr); err != nil {
+		return nil, err
+	}
+	for {
+		var t *Tree
+		select {
+		case t = <-p.ready:
+			// Refill once this tree is done, not now: starting a launcher
+			// while the command runs competes with it for the CPU.
+			go func() { <-t.finished; p.refill() }()
+		default:
+			p.refill() // a failed refill must not leave the pool empty for good
+			return spawnAndSend(p.exe, spec, stdout, stderr)
+		}
+		select {
+		case <-t.finished: // died while idle (killed from outside?)
+			release(t)
+			continue
+		default:
+		}
+		if err := t.send(spec, stdout, stderr); err == nil {
+			return t, nil
+		}
+		release(t)
+	}
+}
+
+// Close ends the idle launchers and waits for them; trees already started
+// are not affected. Start after Close spawns launchers on demand.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+	for {
+		select {
+		case t := <-p.ready:
+			release(t)
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package jail
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/seccomp"
+)
+
+// Probe reports what this host can enforce. The result is computed once.
+func Probe() Status { return probeOnce() }
+
+var probeOnce = sync.OnceValue(probe)
+
+func probe() Status {
+	s := Status{Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	abi, err := landlockABI()
+	switch {
+	case err == nil:
+		s.LandlockABI = abi
+	case errors.Is(err, unix.EOPNOTSUPP):
+		s.Landlock = "built into the kernel but not enabled: add landlock to the lsm= boot parameter"
+	case errors.Is(err, unix.ENOSYS):
+		s.Landlock = "the kernel has no Landlock (CONFIG_SECURITY_LANDLOCK, Linux >= 5.13)"
+	default:
+		s.Landlock = "landlock_create_ruleset: " + err.Error()
+	}
+	// SECCOMP_GET_ACTION_AVAIL answers only if filter mode is compiled in.
+	action := uint32(unix.SECCOMP_RET_ERRNO)
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	s.Seccomp = e == 0
+	if a, ok := seccomp.ArchFor(runtime.GOARCH); ok {
+		s.SeccompArch = a.Name
+	}
+	_, err = unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	s.NoNewPrivs = err == nil
+	return s
+}
+
+// landlockABI asks the kernel for its Landlock ABI version.
+func landlockABI() (int, error) {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0, e
+	}
+	return int(v), nil
+}

@@ -1,0 +1,108 @@
+package jail
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The supervisor and the launcher (`autobox worker exec`) talk over two
+// inherited descriptors, in frames of a 4-byte big-endian length and a JSON
+// message with a type field (the same framing as the JS worker's). The
+// launcher may be started long before its command (Pool), so the command's
+// stdout and stderr travel with the spec as SCM_RIGHTS on a unix socket:
+//
+//	supervisor (Tree)                             launcher (LauncherMain)
+//	  spawn: fork+exec, fds 0-2 /dev/null          fds >= 3 close-on-exec; subreaper;
+//	                                               lock + warm a thread; wait for spec
+//	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ resolve argv[0]; locked thread:
+//	                                               RestrictThread, fork+exec command
+//	                                               (own pgrp, fds 0=/dev/null,1=out,2=err)
+//	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit
+//	        ...command runs, writes straight into out and err...
+//	  Kill: close ctl    ── EOF ─────────────────▶ kill request (also SIGTERM/INT/HUP,
+//	                                               and EOF when the supervisor dies)
+//	                                               command exited or kill requested:
+//	                                               SIGKILL every descendant, reap,
+//	                                               repeat until it has no children
+//	                     ◀── {exit, code, signal}  exit(0)
+//	  Pool.Close: close ctl before any spec ─────▶ exit(0) quietly
+//
+// After {exit}, {spawn_error} or {error} the launcher has no children left,
+// so Wait returns at once and the launcher is reaped in the background. If
+// the status pipe closes without one of them, the supervisor sweeps the tree
+// itself (see Tree.Kill).
+const (
+	msgSpec       = "spec"
+	msgStarted    = "started"
+	msgSpawnError = "spawn_error"
+	msgError      = "error"
+	msgExit       = "exit"
+
+	// errKindSandbox marks an error frame from a failed RestrictThread.
+	errKindSandbox = "sandbox"
+
+	// maxFrame bounds a frame so a corrupt length cannot make either side
+	// allocate gigabytes; a spec is argv + env + paths.
+	maxFrame = 8 << 20
+)
+
+type message struct {
+	Type   string `json:"type"`
+	Spec   *Spec  `json:"spec,omitempty"`
+	Pid    int    `json:"pid,omitempty"`
+	Code   int    `json:"code,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+}
+
+func encodeFrame(m *message) ([]byte, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s frame: %w", m.Type, err)
+	}
+	if len(body) > maxFrame {
+		return nil, fmt.Errorf("%s frame of %d bytes exceeds %d", m.Type, len(body), maxFrame)
+	}
+	buf := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	return append(buf, body...), nil
+}
+
+func writeFrame(w io.Writer, m *message) error {
+	frame, err := encodeFrame(m)
+	if err != nil {
+		return err
+	}
+	// One write, so a frame smaller than PIPE_BUF reaches the reader whole.
+	if _, err := w.Write(frame); err != nil {
+		return fmt.Errorf("writing %s frame: %w", m.Type, err)
+	}
+	return nil
+}
+
+// readFrame returns io.EOF only at a clean frame boundary.
+func readFrame(r io.Reader) (*message, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading frame body: %w", err)
+	}
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("decoding frame: %w", err)
+	}
+	return &m, nil
+}

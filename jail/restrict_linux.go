@@ -1,0 +1,97 @@
+package jail
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/seccomp"
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// RestrictThread applies no_new_privs, a Landlock ruleset built from p and a
+// seccomp filter built from p to the calling OS thread only; processes it
+// starts afterwards inherit all three. The caller must hold
+// runtime.LockOSThread and never unlock: the thread is then used only by the
+// calling goroutine and dies with it.
+//
+// Everything that can fail harmlessly (Check, opening the paths, building the
+// filter) happens first. If an error wraps ErrSandbox the thread may be
+// partly restricted and must not be used for anything else.
+func RestrictThread(p *policy.Sandbox) error {
+	st := Probe()
+	if err := st.Check(p); err != nil {
+		return err
+	}
+	arch, _ := seccomp.ArchFor(runtime.GOARCH) // Check verified it exists
+	filter, err := seccomp.Sandbox(arch, seccomp.Options{AllowNetwork: p.AllowNetwork})
+	if err != nil {
+		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
+	}
+	ruleset, err := newRuleset(p, st.LandlockABI)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	defer unix.Close(ruleset)
+
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+	}
+	if err := landlockRestrict(ruleset); err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if _, err := loadFilter(filter, 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	return nil
+}
+
+// ForbidExecAllThreads makes execve and execveat fail with EPERM on every
+// thread of the process, now and later (SECCOMP_FILTER_FLAG_TSYNC), and sets
+// no_new_privs on all of them. The JS worker calls it after its one re-exec,
+// because V8 has started threads of its own by then.
+func ForbidExecAllThreads() error {
+	st := Probe()
+	if !st.Seccomp || st.SeccompArch == "" || !st.NoNewPrivs {
+		return fmt.Errorf("%w: seccomp %v, arch %q, no_new_privs %v", ErrUnsupported, st.Seccomp, st.SeccompArch, st.NoNewPrivs)
+	}
+	arch, _ := seccomp.ArchFor(runtime.GOARCH)
+	filter, err := seccomp.ForbidExec(arch)
+	if err != nil {
+		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
+	}
+	// no_new_privs is per thread and must be set on the thread that installs
+	// the filter; TSYNC then sets it on the others. Stay on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+	}
+	tid, err := loadFilter(filter, unix.SECCOMP_FILTER_FLAG_TSYNC)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if tid != 0 {
+		return fmt.Errorf("%w: thread %d has a seccomp filter the caller lacks; TSYNC refused", ErrSandbox, tid)
+	}
+	return nil
+}
+
+// loadFilter installs a filter on the calling thread (all threads with TSYNC).
+// With TSYNC a positive return is the id of a thread that could not be synced.
+func loadFilter(raw []bpf.RawInstruction, flags uintptr) (int, error) {
+	insns := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		insns[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(insns)
+	if e != 0 {
+		return 0, fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", e)
+	}
+	return int(r), nil
+}

@@ -1,0 +1,79 @@
+package seccomp
+
+import (
+	"fmt"
+
+	"golang.org/x/net/bpf"
+)
+
+// asm assembles classic BPF with symbolic forward jump targets, so the filter
+// reads as a list of checks instead of hand-counted skips.
+type asm struct {
+	insns  []bpf.Instruction
+	jumps  []jumpFix
+	labels map[string]int
+}
+
+// maxInsns is BPF_MAXINSNS, the kernel's limit on a filter's length.
+const maxInsns = 4096
+
+type jumpFix struct {
+	at          int
+	ifTrue, els string // "" falls through to the next instruction
+}
+
+func newAsm() *asm { return &asm{labels: map[string]int{}} }
+
+// label names the next instruction.
+func (a *asm) label(name string) { a.labels[name] = len(a.insns) }
+
+func (a *asm) emit(ins bpf.Instruction) { a.insns = append(a.insns, ins) }
+
+// load loads the 32-bit word at off in struct seccomp_data into A.
+func (a *asm) load(off uint32) { a.emit(bpf.LoadAbsolute{Off: off, Size: 4}) }
+
+func (a *asm) ret(v uint32) { a.emit(bpf.RetConstant{Val: v}) }
+
+// jump compares A with val and continues at ifTrue or els.
+func (a *asm) jump(cond bpf.JumpTest, val uint32, ifTrue, els string) {
+	a.jumps = append(a.jumps, jumpFix{at: len(a.insns), ifTrue: ifTrue, els: els})
+	a.emit(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+// program resolves labels. Classic BPF only jumps forward, at most 255
+// instructions; either violation is a bug in the filter, reported as an error.
+func (a *asm) program() ([]bpf.RawInstruction, error) {
+	skip := func(from int, label string) (uint8, error) {
+		if label == "" {
+			return 0, nil
+		}
+		to, ok := a.labels[label]
+		if !ok {
+			return 0, fmt.Errorf("seccomp: undefined label %q", label)
+		}
+		d := to - from - 1
+		if d < 0 || d > 255 {
+			return 0, fmt.Errorf("seccomp: jump to %q spans %d instructions", label, d)
+		}
+		return uint8(d), nil
+	}
+	for _, j := range a.jumps {
+		ji := a.insns[j.at].(bpf.JumpIf)
+		var err error
+		if ji.SkipTrue, err = skip(j.at, j.ifTrue); err != nil {
+			return nil, err
+		}
+		if ji.SkipFalse, err = skip(j.at, j.els); err != nil {
+			return nil, err
+		}
+		a.insns[j.at] = ji
+	}
+	if len(a.insns) > maxInsns {
+		return nil, fmt.Errorf("seccomp: filter has %d instructions, more than %d", len(a.insns), maxInsns)
+	}
+	raw, err := bpf.Assemble(a.insns)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: assembling filter: %w", err)
+	}
+	return raw, nil
+}

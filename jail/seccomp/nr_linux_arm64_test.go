@@ -1,0 +1,3 @@
+package seccomp
+
+var x86Only = map[string]uint32{}

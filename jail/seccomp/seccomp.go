@@ -1,0 +1,174 @@
+// Package seccomp builds the classic-BPF seccomp filters that the jail loads.
+// It only assembles programs; loading them is the jail's business. It has no
+// build constraints, so the filters can be checked in a BPF interpreter on any
+// host and for every supported architecture.
+package seccomp
+
+import (
+	"golang.org/x/net/bpf"
+)
+
+// Filter return values (SECCOMP_RET_*) and errno numbers, identical on every
+// supported architecture.
+const (
+	RetAllow = 0x7fff0000
+	retErrno = 0x00050000
+
+	EPERM        = 1
+	ENOSYS       = 38
+	EAFNOSUPPORT = 97
+)
+
+// RetErrno is the filter result that fails a call with errno e.
+func RetErrno(e uint32) uint32 { return retErrno | e&0xffff }
+
+// Offsets in struct seccomp_data. Both architectures are little-endian, so the
+// low 32 bits of argument i are at ArgLow(i).
+const (
+	OffNr   = 0
+	OffArch = 4
+)
+
+// ArgLow is the offset of the low 32 bits of system call argument i.
+func ArgLow(i int) uint32 { return uint32(16 + 8*i) }
+
+// Denied are the system calls that fail with EPERM whatever their arguments:
+// they change mounts, namespaces, kernel state or other processes' memory, and
+// none is needed by compilers, interpreters or shells. The io_uring calls are
+// here too: io_uring can create sockets without socket(2), out of reach of
+// the family check below, and is a large kernel attack surface.
+var Denied = []string{
+	"ptrace", "process_vm_readv", "process_vm_writev",
+	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
+	"open_tree_attr", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	"unshare", "setns",
+	"keyctl", "add_key", "request_key",
+	"bpf", "perf_event_open", "userfaultfd",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"open_by_handle_at", "name_to_handle_at",
+	"swapon", "swapoff", "reboot", "iopl", "ioperm", "acct",
+	"quotactl", "quotactl_fd", "lookup_dcookie", "fanotify_init",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+}
+
+// Argument values the filter looks at. The kernel reads clone's flags, ioctl's
+// request, personality's persona and socket's domain as 32-bit values (or, for
+// clone, only the low word holds namespace flags), so comparing the low word
+// cannot be bypassed by setting high bits.
+const (
+	NamespaceFlags = 0x00020000 | // CLONE_NEWNS
+		0x02000000 | // CLONE_NEWCGROUP
+		0x04000000 | // CLONE_NEWUTS
+		0x08000000 | // CLONE_NEWIPC
+		0x10000000 | // CLONE_NEWUSER
+		0x20000000 | // CLONE_NEWPID
+		0x40000000 | // CLONE_NEWNET
+		0x00000080 // CLONE_NEWTIME
+	TIOCSTI      = 0x5412
+	TIOCLINUX    = 0x541c
+	PersonaLinux = 0x0
+	PersonaQuery = 0xffffffff
+	AFUnix       = 1
+)
+
+const (
+	labelAllow        = "allow"
+	labelEPERM        = "eperm"
+	labelENOSYS       = "enosys"
+	labelEAFNOSUPPORT = "eafnosupport"
+)
+
+// Options select the parts of the sandbox filter that depend on the policy.
+type Options struct {
+	// AllowNetwork keeps socket(2) and socketpair(2) open to every family;
+	// when false only AF_UNIX is allowed and other families fail with
+	// EAFNOSUPPORT, as on a kernel built without them.
+	AllowNetwork bool
+}
+
+// Sandbox returns the filter for a sandboxed process tree on arch a.
+//
+// Foreign architectures (i386 through int 0x80, arm32 compat) and the x32 ABI
+// fail with ENOSYS, so the checks below cannot be sidestepped by calling the
+// same function under another number. clone3 fails with ENOSYS, as on an old
+// kernel, because its flags live in memory the filter cannot read; libc then
+// falls back to clone, whose flags it can.
+func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
+	p := newAsm()
+	prologue(p, a)
+	for _, name := range Denied {
+		if nr, ok := a.Nr(name); ok {
+			p.jump(bpf.JumpEqual, nr, labelEPERM, "")
+		}
+	}
+	nr := func(name string) uint32 { n, _ := a.Nr(name); return n }
+	p.jump(bpf.JumpEqual, nr("clone3"), labelENOSYS, "")
+	p.jump(bpf.JumpEqual, nr("clone"), "clone", "")
+	p.jump(bpf.JumpEqual, nr("ioctl"), "ioctl", "")
+	p.jump(bpf.JumpEqual, nr("personality"), "personality", "")
+	if !o.AllowNetwork {
+		p.jump(bpf.JumpEqual, nr("socket"), "socket", "")
+		p.jump(bpf.JumpEqual, nr("socketpair"), "socket", "")
+	}
+	p.ret(RetAllow)
+
+	p.label("clone")
+	p.load(ArgLow(0))
+	p.jump(bpf.JumpBitsSet, NamespaceFlags, labelEPERM, labelAllow)
+
+	p.label("ioctl")
+	p.load(ArgLow(1))
+	p.jump(bpf.JumpEqual, TIOCSTI, labelEPERM, "")
+	p.jump(bpf.JumpEqual, TIOCLINUX, labelEPERM, labelAllow)
+
+	// Only the default persona and the query are allowed: other personas turn
+	// off ASLR (ADDR_NO_RANDOMIZE) or make readable memory executable.
+	p.label("personality")
+	p.load(ArgLow(0))
+	p.jump(bpf.JumpEqual, PersonaLinux, labelAllow, "")
+	p.jump(bpf.JumpEqual, PersonaQuery, labelAllow, labelEPERM)
+
+	if !o.AllowNetwork {
+		p.label("socket")
+		p.load(ArgLow(0))
+		p.jump(bpf.JumpEqual, AFUnix, labelAllow, labelEAFNOSUPPORT)
+		p.label(labelEAFNOSUPPORT)
+		p.ret(RetErrno(EAFNOSUPPORT))
+	}
+	epilogue(p)
+	return p.program()
+}
+
+// ForbidExec returns a filter that fails execve and execveat with EPERM and
+// allows everything else (in the native ABI; other ABIs get ENOSYS).
+func ForbidExec(a *Arch) ([]bpf.RawInstruction, error) {
+	p := newAsm()
+	prologue(p, a)
+	for _, name := range []string{"execve", "execveat"} {
+		nr, _ := a.Nr(name)
+		p.jump(bpf.JumpEqual, nr, labelEPERM, "")
+	}
+	p.ret(RetAllow)
+	epilogue(p)
+	return p.program()
+}
+
+// prologue leaves the system call number in A, or returns ENOSYS for a call
+// that is not in a's native ABI.
+func prologue(p *asm, a *Arch) {
+	p.load(OffArch)
+	p.jump(bpf.JumpEqual, a.AuditArch, "", labelENOSYS)
+	p.load(OffNr)
+	if a.X32 {
+		p.jump(bpf.JumpGreaterOrEqual, x32SyscallBit, labelENOSYS, "")
+	}
+}
+
+func epilogue(p *asm) {
+	p.label(labelAllow)
+	p.ret(RetAllow)
+	p.label(labelEPERM)
+	p.ret(RetErrno(EPERM))
+	p.label(labelENOSYS)
+	p.ret(RetErrno(ENOSYS))
+}

@@ -1,0 +1,211 @@
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/net/bpf"
+)
+
+// seccompData encodes struct seccomp_data for the x/net/bpf interpreter. The
+// interpreter loads words big-endian while the kernel loads them in native
+// (little-endian) order, so each 32-bit word is stored big-endian at the offset
+// where the kernel finds it: the low half of a 64-bit argument first.
+func seccompData(arch, nr uint32, args ...uint64) []byte {
+	b := make([]byte, 64)
+	binary.BigEndian.PutUint32(b[OffNr:], nr)
+	binary.BigEndian.PutUint32(b[OffArch:], arch)
+	for i, v := range args {
+		binary.BigEndian.PutUint32(b[ArgLow(i):], uint32(v))
+		binary.BigEndian.PutUint32(b[ArgLow(i)+4:], uint32(v>>32))
+	}
+	return b
+}
+
+type call struct {
+	name string
+	arch uint32 // 0: the filter's native arch
+	nr   uint32 // used when name == ""
+	args []uint64
+	want uint32
+}
+
+func run(t *testing.T, raw []bpf.RawInstruction, a *Arch, calls []call) {
+	t.Helper()
+	insns, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("filter does not disassemble")
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		t.Fatalf("NewVM: %v", err)
+	}
+	for _, c := range calls {
+		nr := c.nr
+		if c.name != "" {
+			var ok bool
+			if nr, ok = a.Nr(c.name); !ok {
+				t.Fatalf("%s has no %s", a.Name, c.name)
+			}
+		}
+		arch := c.arch
+		if arch == 0 {
+			arch = a.AuditArch
+		}
+		got, err := vm.Run(seccompData(arch, nr, c.args...))
+		if err != nil {
+			t.Fatalf("%s %s%#x: %v", a.Name, c.name, c.args, err)
+		}
+		if uint32(got) != c.want {
+			t.Errorf("%s: %s(nr %d, args %#x, arch %#x) = %s, want %s", a.Name, c.name, nr, c.args, arch, ret(uint32(got)), ret(c.want))
+		}
+	}
+}
+
+func ret(v uint32) string {
+	if v == RetAllow {
+		return "ALLOW"
+	}
+	if v&0xffff0000 == retErrno {
+		return fmt.Sprintf("ERRNO(%d)", v&0xffff)
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
+var (
+	allow        = uint32(RetAllow)
+	eperm        = RetErrno(EPERM)
+	enosys       = RetErrno(ENOSYS)
+	eafnosupport = RetErrno(EAFNOSUPPORT)
+)
+
+func sandboxCalls(a *Arch, allowNetwork bool) []call {
+	var calls []call
+	for _, name := range Denied {
+		if _, ok := a.Nr(name); ok {
+			calls = append(calls, call{name: name, want: eperm})
+			// Arguments do not matter for these.
+			calls = append(calls, call{name: name, args: []uint64{1, 2, 3}, want: eperm})
+		}
+	}
+	const (
+		sigchld     = 17
+		threadFlags = 0x00010000 | 0x00000100 | 0x00000200 | 0x00000400 | 0x00000800 | 0x00080000 | 0x00100000 | 0x00200000 | 0x01000000 // CLONE_THREAD|VM|FS|FILES|SIGHAND|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID
+		vforkFlags  = 0x00004000 | 0x00000100 | sigchld                                                                                  // CLONE_VFORK|CLONE_VM, as Go's ForkExec
+		afInet      = 2
+		afInet6     = 10
+		afNetlink   = 16
+		afPacket    = 17
+		tcgets      = 0x5401
+	)
+	calls = append(calls,
+		call{name: "execve", want: allow},
+		call{name: "execveat", want: allow},
+		call{name: "clone", args: []uint64{sigchld}, want: allow},
+		call{name: "clone", args: []uint64{threadFlags}, want: allow},
+		call{name: "clone", args: []uint64{vforkFlags}, want: allow},
+		call{name: "clone3", want: enosys},
+		call{name: "ioctl", args: []uint64{0, TIOCSTI}, want: eperm},
+		call{name: "ioctl", args: []uint64{0, TIOCLINUX}, want: eperm},
+		// The kernel truncates the request to 32 bits; so does the check.
+		call{name: "ioctl", args: []uint64{0, 1<<32 | TIOCSTI}, want: eperm},
+		call{name: "ioctl", args: []uint64{0, tcgets}, want: allow},
+		call{name: "ioctl", args: []uint64{TIOCSTI, tcgets}, want: allow},
+		call{name: "personality", args: []uint64{PersonaLinux}, want: allow},
+		call{name: "personality", args: []uint64{PersonaQuery}, want: allow},
+		call{name: "personality", args: []uint64{0x0040000}, want: eperm}, // ADDR_NO_RANDOMIZE
+		call{name: "personality", args: []uint64{0x0400000}, want: eperm}, // READ_IMPLIES_EXEC
+		call{name: "personality", args: []uint64{0x8}, want: eperm},       // PER_LINUX32
+		call{name: "socket", args: []uint64{AFUnix, 1}, want: allow},
+		call{name: "socketpair", args: []uint64{AFUnix, 1}, want: allow},
+		call{name: "socket", args: []uint64{1<<32 | AFUnix, 1}, want: allow},
+		// Foreign ABIs: execve through int 0x80 is nr 11 on i386.
+		call{arch: AuditArchI386, nr: 11, want: enosys},
+		call{arch: AuditArchARM, nr: 11, want: enosys},
+		call{arch: AuditArchI386, nr: 0, want: enosys},
+	)
+	for _, ns := range []uint64{0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x80} {
+		calls = append(calls,
+			call{name: "clone", args: []uint64{ns | sigchld}, want: eperm},
+			call{name: "clone", args: []uint64{ns | vforkFlags}, want: eperm})
+	}
+	netWant := eafnosupport
+	if allowNetwork {
+		netWant = allow
+	}
+	for _, fam := range []uint64{afInet, afInet6, afNetlink, afPacket, 1<<32 | afInet, 0} {
+		calls = append(calls,
+			call{name: "socket", args: []uint64{fam, 1}, want: netWant},
+			call{name: "socketpair", args: []uint64{fam, 1}, want: netWant})
+	}
+	if a.X32 {
+		calls = append(calls,
+			call{nr: x32SyscallBit | 59, want: enosys}, // x32 execve
+			call{nr: x32SyscallBit | 41, want: enosys}, // x32 socket
+			call{nr: 0xffffffff, want: enosys})
+	}
+	// read, write, openat, close, exit_group.
+	plain := []uint32{0, 1, 257, 3, 231}
+	if a == ARM64 {
+		plain = []uint32{63, 64, 56, 57, 94}
+	}
+	for _, nr := range plain {
+		calls = append(calls, call{nr: nr, want: allow})
+	}
+	return calls
+}
+
+func TestSandboxFilter(t *testing.T) {
+	for _, a := range []*Arch{AMD64, ARM64} {
+		for _, net := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/net=%v", a.Name, net), func(t *testing.T) {
+				raw, err := Sandbox(a, Options{AllowNetwork: net})
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, raw, a, sandboxCalls(a, net))
+			})
+		}
+	}
+}
+
+func TestForbidExecFilter(t *testing.T) {
+	for _, a := range []*Arch{AMD64, ARM64} {
+		t.Run(a.Name, func(t *testing.T) {
+			raw, err := ForbidExec(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := []call{
+				{name: "execve", want: eperm},
+				{name: "execveat", want: eperm},
+				{name: "clone", want: allow},
+				{name: "socket", args: []uint64{2}, want: allow},
+				{name: "ptrace", want: allow},
+				{arch: AuditArchI386, nr: 11, want: enosys},
+			}
+			if a.X32 {
+				calls = append(calls, call{nr: x32SyscallBit | 520, want: enosys}) // x32 execve
+			}
+			run(t, raw, a, calls)
+		})
+	}
+}
+
+func TestEveryDeniedCallIsKnown(t *testing.T) {
+	for _, name := range Denied {
+		_, onAMD := AMD64.Nr(name)
+		_, onARM := ARM64.Nr(name)
+		if !onAMD && !onARM {
+			t.Errorf("%s is in Denied but in no architecture table", name)
+		}
+	}
+	for _, name := range []string{"clone", "clone3", "ioctl", "personality", "socket", "socketpair", "execve", "execveat"} {
+		for _, a := range []*Arch{AMD64, ARM64} {
+			if _, ok := a.Nr(name); !ok {
+				t.Errorf("%s lacks %s, which the filter needs", a.Name, name)
+			}
+		}
+	}
+}

@@ -1,0 +1,352 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// killGrace is how long Kill lets the launcher clean up its tree before
+	// doing it from the supervisor.
+	killGrace = 250 * time.Millisecond
+	// sweepRounds bounds the supervisor's own kill loop (a process stuck in
+	// uninterruptible sleep cannot be waited out).
+	sweepRounds = 200
+)
+
+// Tree is a command started by Start, with everything it spawns.
+// Its methods are safe for concurrent use.
+type Tree struct {
+	pid      int
+	ctl      *os.File // our end of the control socket; closing it means "stop"
+	killOnce sync.Once
+	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
+
+	finished    chan struct{} // res and err are set: Wait returns
+	reaped      chan struct{} // the launcher is reaped
+	publishOnce sync.Once
+	res         Result
+	err         error
+
+	mu       sync.Mutex // guards isReaped against Kill's signals
+	isReaped bool       // the launcher's pid is free for reuse: never signal it
+	forced   bool       // Kill had to SIGKILL the launcher
+}
+
+// Start runs exe (the autobox binary) as the launcher, `exe worker exec`,
+// which runs spec in its sandbox. stdout and stderr are handed to the command
+// as they are, after being put into blocking mode as os/exec does (a
+// non-blocking pipe would fail the command's writes with EAGAIN); its stdin
+// is /dev/null. The launcher gets an empty
+// environment, its own session, and SIGTERM if the supervisor dies (SIGTERM,
+// not SIGKILL, so that it still kills the command's tree on the way out).
+//
+// Start fails before spawning anything if this host cannot enforce
+// spec.Sandbox (errors wrap ErrUnsupported or ErrPolicy), unless spec.Unsafe.
+// A Pool does the same with launchers started ahead of time.
+func Start(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
+	if err := checkSpec(spec, stdout, stderr); err != nil {
+		return nil, err
+	}
+	return spawnAndSend(exe, spec, stdout, stderr)
+}
+
+func spawnAndSend(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
+	t, err := spawn(exe)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.send(spec, stdout, stderr); err != nil {
+		t.Kill()
+		return nil, err
+	}
+	return t, nil
+}
+
+func checkSpec(spec *Spec, stdout, stderr *os.File) error {
+	if spec == nil || len(spec.Argv) == 0 {
+		return fmt.Errorf("%w: empty command", ErrPolicy)
+	}
+	if stdout == nil || stderr == nil {
+		return fmt.Errorf("%w: nil stdout or stderr", ErrPolicy)
+	}
+	if spec.Unsafe {
+		return nil
+	}
+	return Probe().Check(&spec.Sandbox)
+}
+
+// spawn starts a launcher, which then waits for its spec.
+func spawn(exe string) (*Tree, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("creating control socket: %w", err)
+	}
+	defer unix.Close(sp[1])
+	// Our end goes to the poller (the launcher's stays blocking), so that
+	// send and Close on it can race safely.
+	if err := unix.SetNonblock(sp[0], true); err != nil {
+		unix.Close(sp[0])
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ctl := os.NewFile(uintptr(sp[0]), "ctl")
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		ctl.Close()
+		return nil, fmt.Errorf("creating status pipe: %w", err)
+	}
+	defer statusW.Close()
+
+	t := &Tree{ctl: ctl, finished: make(chan struct{}), reaped: make(chan struct{})}
+	null := devnull.Fd()
+	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
+	forked := make(chan error, 1)
+	go t.run(exe, files, statusR, forked)
+	if err := <-forked; err != nil {
+		ctl.Close()
+		statusR.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// send hands the launcher its command. stdout and stderr go along as
+// SCM_RIGHTS with the first bytes of the frame.
+func (t *Tree) send(spec *Spec, stdout, stderr *os.File) error {
+	frame, err := encodeFrame(&message{Type: msgSpec, Spec: spec})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	// Fd puts the files into blocking mode; the command shares that mode.
+	rights := unix.UnixRights(int(stdout.Fd()), int(stderr.Fd()))
+	rc, err := t.ctl.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("%w: control socket: %w", ErrLauncher, err)
+	}
+	var sendErr error
+	err = rc.Write(func(fd uintptr) bool {
+		for len(frame) > 0 {
+			n, err := unix.SendmsgN(int(fd), frame, rights, nil, unix.MSG_NOSIGNAL)
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				return false // wait until writable
+			case errors.Is(err, unix.EINTR):
+				continue
+			case err != nil:
+				sendErr = err
+				return true
+			}
+			frame, rights = frame[n:], nil // the descriptors went with the first bytes
+		}
+		return true
+	})
+	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(stderr)
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: sending spec: %w", ErrLauncher, err)
+	}
+	return nil
+}
+
+// run forks the launcher from a locked thread that lives until the launcher
+// has exited: Pdeathsig fires when the forking thread dies, not the process.
+// The lock is never released, so the thread exits with this goroutine.
+func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- error) {
+	runtime.LockOSThread()
+	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
+		Env:   []string{},
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM},
+	})
+	if err != nil {
+		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
+		return
+	}
+	t.pid = pid
+	forked <- nil
+	t.collect(status)
+	t.closeCtl()
+	close(t.reaped)
+}
+
+// publish makes the result visible to Wait, once.
+func (t *Tree) publish(res Result, err error) {
+	t.publishOnce.Do(func() {
+		t.res, t.err = res, err
+		close(t.finished)
+	})
+}
+
+// collect reads the launcher's reports until it exits, then reaps it.
+func (t *Tree) collect(status *os.File) {
+	res := Result{ExitCode: -1}
+	var failure error
+	final := false // the launcher reported an end, so its tree is empty
+	for !final {
+		m, err := readFrame(status)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				failure = fmt.Errorf("%w: reading status: %w", ErrLauncher, err)
+			}
+			break
+		}
+		switch m.Type {
+		case msgStarted:
+			res.Started = true
+		case msgSpawnError:
+			res.SpawnError, final = m.Error, true
+		case msgExit:
+			res.ExitCode, res.Signal, final = m.Code, m.Signal, true
+		case msgError:
+			final = true
+			failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}
+		default:
+			failure = fmt.Errorf("%w: unexpected %q frame", ErrLauncher, m.Type)
+		}
+	}
+	if final {
+		// Only the launcher's own exit is left: do not make Wait pay for it.
+		t.publish(res, failure)
+	}
+	status.Close()
+
+	// Wait for the exit without reaping: until we reap it, the launcher's pid
+	// (which is also its session id) cannot be reused, so sweep can find
+	// descendants that were orphaned to init by session.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, t.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if !final && !t.released.Load() {
+		sweep(t.pid)
+	}
+	var ws unix.WaitStatus
+	t.mu.Lock()
+	for {
+		_, err := unix.Wait4(t.pid, &ws, 0, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	t.isReaped = true
+	forced := t.forced
+	t.mu.Unlock()
+
+	switch {
+	case failure != nil, final:
+		t.publish(res, failure)
+	case forced:
+		t.publish(res, fmt.Errorf("%w: killed after it did not stop within %v", ErrLauncher, killGrace))
+	default:
+		t.publish(res, fmt.Errorf("%w: exited without reporting the command's status (%s)", ErrLauncher, describeWait(ws)))
+	}
+}
+
+// Pid is the launcher's pid: the root of the tree, whose descendants are the
+// command's processes.
+func (t *Tree) Pid() int { return t.pid }
+
+// Wait blocks until the command and everything it spawned are gone, and
+// returns how the command ended. The error is non-nil (wrapping ErrLauncher)
+// when the launcher failed or died without reporting; Result then holds what
+// was known. The launcher itself may still be exiting; it is reaped in the
+// background.
+func (t *Tree) Wait() (Result, error) {
+	<-t.finished
+	return t.res, t.err
+}
+
+// Kill kills the whole tree now, every descendant included (even those that
+// called setsid, double-forked or ignore SIGTERM), and returns when it is
+// gone. It is safe to call more than once, concurrently and after exit.
+//
+// It asks the launcher first (closing the control socket). If the launcher
+// has not reported after killGrace (wedged, stopped), the supervisor SIGKILLs
+// every process whose parent chain reaches the launcher (orphans are still
+// reparented to it while it lives, as it is a subreaper) or in its session,
+// then the launcher's process group, then sweeps once more after it died.
+// The supervisor does not become a subreaper itself: that would change how
+// the whole server process reaps children.
+func (t *Tree) Kill() {
+	t.killOnce.Do(func() {
+		t.closeCtl()
+		select {
+		case <-t.finished:
+			return
+		case <-time.After(killGrace):
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.isReaped {
+			return
+		}
+		t.forced = true
+		sweep(t.pid)
+		_ = unix.Kill(-t.pid, unix.SIGKILL)
+		_ = unix.Kill(t.pid, unix.SIGKILL)
+	})
+	<-t.finished
+}
+
+// closeCtl may run more than once; os.File makes the later calls no-ops.
+func (t *Tree) closeCtl() { _ = t.ctl.Close() }
+
+// sweep kills the tree below root from outside, until no live process is
+// left in it or sweepRounds is reached.
+func sweep(root int) {
+	for i := 0; i < sweepRounds; i++ {
+		n, err := killRound(root, true)
+		if err != nil || n == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func describeWait(ws unix.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		return "killed by " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
+}
+
+// launcherError is an error the launcher reported. It matches ErrLauncher,
+// and ErrSandbox when RestrictThread failed (whose text already says so).
+type launcherError struct {
+	msg     string
+	sandbox bool
+}
+
+func (e *launcherError) Error() string {
+	if e.sandbox {
+		return e.msg
+	}
+	return ErrLauncher.Error() + ": " + e.msg
+}
+
+func (e *launcherError) Is(target error) bool {
+	return target == ErrLauncher || (e.sandbox && target == ErrSandbox)
+}
