@@ -289,6 +289,18 @@ func info(what string) string {
 			}
 		}
 		return strings.Join(out, " ")
+	case "caps":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return result(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.HasPrefix(k, "Cap") {
+				out = append(out, k+":"+strings.TrimSpace(v))
+			}
+		}
+		return strings.Join(out, " ")
 	case "env":
 		return strings.Join(os.Environ(), " ")
 	case "cwd":

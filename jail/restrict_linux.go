@@ -12,8 +12,8 @@ import (
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// RestrictThread applies no_new_privs, a Landlock ruleset built from p and a
-// seccomp filter built from p to the calling OS thread only; processes it
+// RestrictThread drops every capability, then applies no_new_privs, a Landlock
+// ruleset built from p and a seccomp filter built from p to the calling OS thread only; processes it
 // starts afterwards inherit all three. The caller must hold
 // runtime.LockOSThread and never unlock: the thread is then used only by the
 // calling goroutine and dies with it.
@@ -37,6 +37,9 @@ func RestrictThread(p *policy.Sandbox) error {
 	}
 	defer unix.Close(ruleset)
 
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
 	}

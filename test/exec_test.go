@@ -269,7 +269,12 @@ func TestExecNetwork(t *testing.T) {
 	for _, fam := range []string{"2", "10", "16", "17"} {
 		wantDenied(t, "socket family "+fam, s.probe(nil, nil, "socket", fam, "2"))
 	}
-	wantAllowed(t, "AF_UNIX socket", s.probe(nil, nil, "socket", "1", "1"))
+	// socket(AF_UNIX) needs allowNetwork: a named socket is a door to a host service.
+	wantDenied(t, "AF_UNIX socket without allowNetwork", s.probe(nil, nil, "socket", "1", "1"))
+	wantAllowed(t, "AF_UNIX socket with allowNetwork", s.probe(nil, on, "socket", "1", "1"))
+	if o, _ := s.exec(map[string]any{"command": []string{"python3", "-c", "import socket; a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))"}}); o.code() != 0 && !strings.Contains(o.Stderr, "No such file") {
+		t.Errorf("socketpair(AF_UNIX) without allowNetwork: %+v", o)
+	}
 
 	// Abstract unix sockets outside the sandbox are out of reach (Landlock scoping).
 	if jail.Probe().LandlockABI < 6 {
@@ -307,7 +312,9 @@ func TestExecNetwork(t *testing.T) {
 			c.Close()
 		}
 	}()
-	wantAllowed(t, "pathname unix socket in a mount", s.probe([]map[string]any{{"hostPath": sockDir, "sandboxPath": "/mnt/sock", "mode": "rw"}}, nil, "unix", "/mnt/sock/s"))
+	sockMount := []map[string]any{{"hostPath": sockDir, "sandboxPath": "/mnt/sock", "mode": "rw"}}
+	wantAllowed(t, "pathname unix socket in a mount", s.probe(sockMount, on, "unix", "/mnt/sock/s"))
+	wantDenied(t, "pathname unix socket without allowNetwork", s.probe(sockMount, nil, "unix", "/mnt/sock/s"))
 }
 
 func TestExecProcesses(t *testing.T) {

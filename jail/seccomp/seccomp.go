@@ -80,9 +80,12 @@ const (
 
 // Options select the parts of the sandbox filter that depend on the policy.
 type Options struct {
-	// AllowNetwork keeps socket(2) and socketpair(2) open to every family;
-	// when false only AF_UNIX is allowed and other families fail with
-	// EAFNOSUPPORT, as on a kernel built without them.
+	// AllowNetwork keeps socket(2) and socketpair(2) open to every family.
+	// When false, other families than AF_UNIX fail with EAFNOSUPPORT, as on a
+	// kernel built without them, and socket(AF_UNIX) fails with EPERM: a named
+	// unix socket is a door to a host service (docker.sock, ssh-agent, the
+	// session bus) that Landlock up to ABI 7 does not guard. socketpair(AF_UNIX)
+	// stays allowed: it makes a connected pair and reaches nobody.
 	AllowNetwork bool
 }
 
@@ -108,7 +111,7 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.jump(bpf.JumpEqual, nr("personality"), "personality", "")
 	if !o.AllowNetwork {
 		p.jump(bpf.JumpEqual, nr("socket"), "socket", "")
-		p.jump(bpf.JumpEqual, nr("socketpair"), "socket", "")
+		p.jump(bpf.JumpEqual, nr("socketpair"), "socketpair", "")
 	}
 	p.ret(RetAllow)
 
@@ -130,6 +133,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 
 	if !o.AllowNetwork {
 		p.label("socket")
+		p.load(ArgLow(0))
+		p.jump(bpf.JumpEqual, AFUnix, labelEPERM, labelEAFNOSUPPORT)
+		p.label("socketpair")
 		p.load(ArgLow(0))
 		p.jump(bpf.JumpEqual, AFUnix, labelAllow, labelEAFNOSUPPORT)
 		p.label(labelEAFNOSUPPORT)

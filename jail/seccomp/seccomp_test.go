@@ -117,9 +117,7 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 		call{name: "personality", args: []uint64{0x0040000}, want: eperm}, // ADDR_NO_RANDOMIZE
 		call{name: "personality", args: []uint64{0x0400000}, want: eperm}, // READ_IMPLIES_EXEC
 		call{name: "personality", args: []uint64{0x8}, want: eperm},       // PER_LINUX32
-		call{name: "socket", args: []uint64{AFUnix, 1}, want: allow},
 		call{name: "socketpair", args: []uint64{AFUnix, 1}, want: allow},
-		call{name: "socket", args: []uint64{1<<32 | AFUnix, 1}, want: allow},
 		// Foreign ABIs: execve through int 0x80 is nr 11 on i386.
 		call{arch: AuditArchI386, nr: 11, want: enosys},
 		call{arch: AuditArchARM, nr: 11, want: enosys},
@@ -130,10 +128,13 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 			call{name: "clone", args: []uint64{ns | sigchld}, want: eperm},
 			call{name: "clone", args: []uint64{ns | vforkFlags}, want: eperm})
 	}
-	netWant := eafnosupport
+	netWant, unixWant := eafnosupport, eperm
 	if allowNetwork {
-		netWant = allow
+		netWant, unixWant = allow, allow
 	}
+	calls = append(calls,
+		call{name: "socket", args: []uint64{AFUnix, 1}, want: unixWant},
+		call{name: "socket", args: []uint64{1<<32 | AFUnix, 1}, want: unixWant})
 	for _, fam := range []uint64{afInet, afInet6, afNetlink, afPacket, 1<<32 | afInet, 0} {
 		calls = append(calls,
 			call{name: "socket", args: []uint64{fam, 1}, want: netWant},
