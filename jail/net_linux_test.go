@@ -52,7 +52,7 @@ func TestNetwork(t *testing.T) {
 		"tcp-connect:" + tcp: "ok", "tcp-bind:127.0.0.1:0": "ok", "udp-send:" + udp: "ok",
 		"socket:inet": "ok", "socket:inet6": "ok", "socket:netlink": "ok",
 		"socket:packet": "EPERM", // CAP_NET_RAW: dropped even when the server runs as root
-		"socket:unix": "ok", "socketpair:unix": "ok",
+		"socket:unix":   "ok", "socketpair:unix": "ok",
 		"socketpair:inet": "ENOTSUP", // (EOPNOTSUPP) the kernel's own answer: not a filter
 	}
 	expect(t, "AllowNetwork=true", got, want)
