@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/autobox-dev/autobox/store/internal/treegen"
+	"github.com/autobox-dev/autobox/internal/treegen"
 )
 
 func envInt(name string, def int64) int64 {

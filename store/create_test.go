@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/store/internal/xfstest"
+	"github.com/autobox-dev/autobox/internal/xfstest"
 )
 
 // fillSource writes a small tree with distinctive modes and mtimes.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autobox-dev/autobox/store/internal/xfstest"
+	"github.com/autobox-dev/autobox/internal/xfstest"
 )
 
 // Filesystems made once for the whole run. An empty path means unavailable; the

@@ -38,6 +38,7 @@ type tree interface {
 // macOS) or refuses where there is none.
 type runner interface {
 	start(c *command, stdout, stderr *os.File) (tree, error)
+	close()
 }
 
 // rssPoll is how often the watchdog measures a command tree.

@@ -14,6 +14,8 @@ type seatbeltRunner struct{ unsafe bool }
 
 func newRunner(exe string, unsafe bool) runner { return &seatbeltRunner{unsafe: unsafe} }
 
+func (r *seatbeltRunner) close() {}
+
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 

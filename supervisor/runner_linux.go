@@ -4,18 +4,31 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/autobox-dev/autobox/jail"
 )
 
 // jailRunner runs commands through the `autobox worker exec` launcher under
 // Landlock + seccomp, and refuses when the host cannot enforce the call's policy.
+// Launchers are kept warm in a pool, made on the first exec_command call so a server
+// that never runs commands never pays for idle launchers.
 type jailRunner struct {
-	exe    string
-	unsafe bool
+	exe  string
+	once sync.Once
+	pool *jail.Pool
 }
 
-func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe, unsafe: unsafe} }
+// launcherPool is how many launchers wait for commands.
+const launcherPool = 2
+
+func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe} }
+
+func (r *jailRunner) close() {
+	if r.pool != nil {
+		r.pool.Close()
+	}
+}
 
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
@@ -26,7 +39,8 @@ func (r *jailRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
 			return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 		}
 	}
-	t, err := jail.Start(r.exe, &jail.Spec{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Sandbox: c.Sandbox, Unsafe: c.Unsafe}, stdout, stderr)
+	r.once.Do(func() { r.pool = jail.NewPool(r.exe, launcherPool) })
+	t, err := r.pool.Start(&jail.Spec{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Sandbox: c.Sandbox, Unsafe: c.Unsafe}, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}

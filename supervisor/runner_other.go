@@ -19,6 +19,8 @@ type refusingRunner struct{}
 
 func newRunner(exe string, unsafe bool) runner { return refusingRunner{} }
 
+func (refusingRunner) close() {}
+
 func (refusingRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
 }

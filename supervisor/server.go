@@ -111,6 +111,7 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.pool.close()
+	s.runner.close()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
