@@ -206,6 +206,10 @@ func runCommand(cmdc <-chan command, startc chan<- started, exitc chan<- exited,
 		Files: []uintptr{0, uintptr(c.stdout), uintptr(c.stderr)},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
+	// The command has its own copies now. Closing ours means the supervisor sees
+	// end-of-file as soon as the command's tree is gone, not when the launcher exits.
+	unix.Close(c.stdout)
+	unix.Close(c.stderr)
 	if err != nil {
 		startc <- started{err: fmt.Errorf("exec %s: %w", c.path, err)}
 		return

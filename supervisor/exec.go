@@ -237,12 +237,13 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
 func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.Sandbox {
+	sys := systemPaths()
 	sb := policy.Sandbox{AllowNetwork: network, AllowExec: true}
-	sb.ReadOnly = existing(systemReadOnly)
+	sb.ReadOnly = append([]string(nil), sys.readOnly...)
 	if network {
-		sb.ReadOnly = append(sb.ReadOnly, existing(networkReadOnly)...)
+		sb.ReadOnly = append(sb.ReadOnly, sys.network...)
 	}
-	sb.Devices = existing(devices)
+	sb.Devices = sys.devices
 	sb.ReadWrite = []string{scratch}
 	for _, m := range mounts {
 		if m.Writable {
@@ -274,6 +275,12 @@ var systemReadOnly = []string{
 var networkReadOnly = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/services", "/etc/protocols"}
 
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// systemPaths resolves the system allowlists once: they do not change while the
+// server runs, and resolving them costs a dozen syscalls per path.
+var systemPaths = sync.OnceValue(func() struct{ readOnly, network, devices []string } {
+	return struct{ readOnly, network, devices []string }{existing(systemReadOnly), existing(networkReadOnly), existing(devices)}
+})
 
 func existing(paths []string) []string {
 	out := make([]string, 0, len(paths))
