@@ -9,7 +9,14 @@
   const isArray = Array.isArray, ownKeys = Reflect.ownKeys, getOwnDesc = Reflect.getOwnPropertyDescriptor;
   const defineProperty = Object.defineProperty, freeze = Object.freeze, create = Object.create;
   const apply = Reflect.apply, objToString = Object.prototype.toString;
-  const fnToString = Function.prototype.toString;
+  const hasOwn = Object.prototype.hasOwnProperty;
+  const own = (o, k) => apply(hasOwn, o, [k]);
+  // Arrays are filled by index, never with methods user code can replace.
+  const append = (a, v) => { a[a.length] = v; };
+  const contains = (a, v) => { for (let i = 0; i < a.length; i++) if (a[i] === v) return true; return false; };
+  const indirectEval = g.eval;
+  const promiseResolve = (v) => Promise.resolve(v);
+  const PromiseCtor = Promise, promiseReject = (e) => apply(PromiseCtor.reject, PromiseCtor, [e]);
   const MAX_LOG_BYTES = 256 * 1024, MAX_LOG_LINES = 1000, MAX_DEPTH = 64;
 
   const logs = [];
@@ -31,17 +38,17 @@
       }
     }
     if (v === null) return null;
-    if (seen.indexOf(v) >= 0) return "[Circular]";
+    if (contains(seen, v)) return "[Circular]";
     if (depth >= MAX_DEPTH) return "[Too deep]";
     const tj = v.toJSON;
     if (typeof tj === "function") {
       return render(apply(tj, v, []), seen, depth + 1);
     }
-    seen.push(v);
+    append(seen, v);
     let out;
     if (isArray(v)) {
       out = [];
-      for (let i = 0; i < v.length; i++) out.push(render(v[i], seen, depth + 1));
+      for (let i = 0; i < v.length; i++) append(out, render(v[i], seen, depth + 1));
     } else if (v instanceof ErrorCtor) {
       out = errorString(v);
     } else {
@@ -51,7 +58,7 @@
         for (const [k, val] of v) out[StringCtor(typeof k === "symbol" ? apply(Symbol.prototype.toString, k, []) : k)] = render(val, seen, depth + 1);
       } else if (tag === "[object Set]") {
         out = [];
-        for (const val of v) out.push(render(val, seen, depth + 1));
+        for (const val of v) append(out, render(val, seen, depth + 1));
       } else {
         out = {};
         for (const k of ownKeys(v)) {
@@ -62,7 +69,7 @@
         }
       }
     }
-    seen.pop();
+    seen.length--;
     return out;
   }
 
@@ -95,18 +102,20 @@
       s += (i ? " " : "") + part;
     }
     if (logs.length >= MAX_LOG_LINES || logBytes + s.length > MAX_LOG_BYTES) {
-      logs.push("[logs truncated: more than " + MAX_LOG_LINES + " lines or " + MAX_LOG_BYTES + " bytes]");
+      append(logs, "[logs truncated: more than " + MAX_LOG_LINES + " lines or " + MAX_LOG_BYTES + " bytes]");
       logsCut = true;
       return;
     }
     logBytes += s.length;
-    logs.push(s);
+    append(logs, s);
   }
 
+  // call asks the supervisor; only the reply's own properties count, so nothing
+  // planted on Object.prototype can forge an error or a result.
   function call(op, args) {
     const r = parse(bridge(op, stringify(args)));
-    if (r.error !== undefined) throw new ErrorCtor(r.error);
-    return r.data;
+    if (own(r, "error")) throw new ErrorCtor(r.error);
+    return own(r, "data") ? r.data : undefined;
   }
   function pathArg(p, fn) {
     if (typeof p !== "string") throw new TypeErrorCtor(fn + ": path must be a string, got " + (p === null ? "null" : typeof p));
@@ -177,11 +186,15 @@
     if (typeof fn !== "function") throw new TypeErrorCtor("timer callback must be a function");
     ms = +ms; if (!(ms >= 0)) ms = 0;
     const id = ++timerSeq;
-    timers.push({ id, at: clock + ms, fn, args, repeat: repeat ? (ms || 1) : 0 });
+    append(timers, { id, at: clock + ms, fn, args, repeat: repeat ? (ms || 1) : 0 });
     return id;
   }
+  function removeTimer(i) {
+    for (let j = i; j < timers.length - 1; j++) timers[j] = timers[j + 1];
+    timers.length--;
+  }
   function clearTimer(id) {
-    for (let i = 0; i < timers.length; i++) if (timers[i].id === id) { timers.splice(i, 1); return; }
+    for (let i = 0; i < timers.length; i++) if (timers[i].id === id) { removeTimer(i); return; }
   }
   g.setTimeout = function setTimeout(fn, ms, ...args) { return addTimer(fn, ms, args, false); };
   g.setInterval = function setInterval(fn, ms, ...args) { return addTimer(fn, ms, args, true); };
@@ -206,8 +219,13 @@
       const i = earliest(); if (i < 0) return;
       const t = timers[i];
       clock = t.at;
-      if (t.repeat) t.at = clock + t.repeat; else timers.splice(i, 1);
+      if (t.repeat) t.at = clock + t.repeat; else removeTimer(i);
       apply(t.fn, undefined, t.args);
+    },
+    // evaluate runs code as a global script and gives a promise of its completion
+    // value; a throw becomes a rejection, rendered like any other.
+    evaluate(code) {
+      try { return promiseResolve(indirectEval(code)); } catch (e) { return promiseReject(e); }
     },
     serialize(v) {
       const s = stringify(render(v, [], 0));

@@ -152,15 +152,7 @@ func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
 	if _, err := w.internals.MethodCall("setup", boolValue(w.iso, r.AllowNetwork)); err != nil {
 		return &proto.Result{Error: "Error: setup: " + err.Error()}
 	}
-	expr, body := wrapCode(r.Code)
-	script, err := w.iso.CompileUnboundScript(expr, "code.js", v8.CompileOptions{})
-	if err != nil {
-		script, err = w.iso.CompileUnboundScript(body, "code.js", v8.CompileOptions{})
-		if err != nil {
-			return &proto.Result{Error: jsErrorString(err)}
-		}
-	}
-	val, err := script.Run(w.ctx)
+	val, err := w.start(r.Code)
 	if err != nil {
 		return &proto.Result{Error: jsErrorString(err)}
 	}
@@ -198,6 +190,27 @@ func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
 		return &proto.Result{Error: fmt.Sprintf("RangeError: the result is %d bytes of JSON, more than the %d-byte limit", len(out), MaxResultBytes)}
 	}
 	return &proto.Result{OK: true, Result: json.RawMessage(out)}
+}
+
+// start runs the code in the first form that compiles (see wrapCode) and returns the
+// promise of its value.
+func (w *warm) start(code string) (*v8.Value, error) {
+	expr, plain, body := wrapCode(code)
+	if script, err := w.iso.CompileUnboundScript(expr, "code.js", v8.CompileOptions{}); err == nil {
+		return script.Run(w.ctx)
+	}
+	if _, err := w.iso.CompileUnboundScript(plain, "code.js", v8.CompileOptions{}); err == nil {
+		src, err := v8.NewValue(w.iso, plain)
+		if err != nil {
+			return nil, err
+		}
+		return w.internals.MethodCall("evaluate", src)
+	}
+	script, err := w.iso.CompileUnboundScript(body, "code.js", v8.CompileOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return script.Run(w.ctx)
 }
 
 // waitTimer sleeps until the next JS timer is due and runs it; with no timer pending

@@ -113,9 +113,11 @@ func heapFlags(memoryMb int) []string {
 	}
 }
 
-// wrapCode turns the call's code into an async function call: a bare expression
-// (trailing semicolons dropped) if it parses as one, else a statement body.
-func wrapCode(code string) (expr, body string) {
+// wrapCode gives the forms the call's code is tried in, in order: a bare expression
+// (trailing semicolons dropped) awaited in an async arrow; the code as a plain script,
+// whose value is that of its last expression statement (so `const a = 1; a + 1` is 2);
+// and, for code with top-level `await` or `return`, an async function body.
+func wrapCode(code string) (expr, script, body string) {
 	t := strings.TrimRight(code, " \t\r\n;")
-	return "(async () => (\n" + t + "\n))()", "(async () => {\n" + code + "\n})()"
+	return "(async () => (\n" + t + "\n))()", code, "(async () => {\n" + code + "\n})()"
 }

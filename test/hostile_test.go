@@ -1,0 +1,195 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestJSHostileCode throws at the isolate what a confused or malicious model might:
+// every call ends with a clear result or error, and the server keeps serving.
+func TestJSHostileCode(t *testing.T) {
+	s := start(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in.txt"), "data")
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}
+	cases := []struct {
+		code    string
+		wantErr string // "" means the call must succeed
+		want    string // result JSON when it succeeds
+	}{
+		{"function f() { return f() } f()", "RangeError: Maximum call stack size exceeded", ""},
+		{"new ArrayBuffer(2 ** 40)", "RangeError", ""},
+		{"const m = new WebAssembly.Memory({initial: 1, maximum: 65536}); for (;;) m.grow(100)", "Error", ""}, // RangeError or TimeoutError: bounded either way
+		{"const sab = new SharedArrayBuffer(8); Atomics.wait(new Int32Array(sab), 0, 0, 10000)", "TimeoutError", ""},
+		{"'x'.repeat(2 ** 29)", "", ""}, // allowed or refused, but answered (checked below)
+		{"({ get a() { for (;;) {} } })", "TimeoutError", ""},
+		{"({ toJSON() { throw new Error('hostile toJSON') } })", "hostile toJSON", ""},
+		{"'\\ud800'", "", "\"\ufffd\""},
+		{"Object.prototype.then = (r) => r(1); Promise.prototype.then = null; 5", "", ""},
+		{"JSON.parse = () => 'pwned'; JSON.stringify = () => 'pwned'; host.readFile('/mnt/d/in.txt')", "", `"data"`},
+		{"Object.defineProperty(Object.prototype, 'error', {get() { return 'forged' }}); host.readFile('/mnt/d/in.txt')", "", `"data"`},
+		{"host.readFile = () => 'fake'; host.readFile('/mnt/d/in.txt')", "", `"data"`},
+		{"delete globalThis.host; typeof host", "", `"object"`},
+		{"host.readFile(new Proxy({}, {get() { return () => '/mnt/d/in.txt' }}))", "path must be a string", ""},
+		{"host.writeFile('/mnt/d/x', {toString() { return 'sneaky' }})", "content must be a string", ""},
+		{"throw Symbol('s')", "Uncaught", ""},
+		{"throw {toString() { for (;;) {} }}", "", ""},
+		{"const e = new Error('x'); Object.defineProperty(e, 'message', {get() { throw 1 }}); throw e", "", ""},
+		{"Array.prototype.push = null; console.log('still logs'); 1", "", "1"},
+		{"String.prototype.toLowerCase = () => { throw 1 }; 2", "", "2"},
+	}
+	for _, c := range cases {
+		o, isErr := s.js(map[string]any{"code": c.code, "mounts": mounts, "timeoutMs": 500, "memoryMb": 32})
+		if o.Logs == nil {
+			t.Errorf("%q: no result object: %+v", c.code, o)
+			continue
+		}
+		switch {
+		case c.wantErr != "":
+			if !isErr || !strings.Contains(o.err(), c.wantErr) {
+				t.Errorf("%q: want error containing %q, got isError=%v ok=%v error=%q result=%.100s", c.code, c.wantErr, isErr, o.OK, o.err(), o.Result)
+			}
+		case c.want != "":
+			if !o.OK || string(o.Result) != c.want {
+				t.Errorf("%q: want %s, got ok=%v result=%.100s error=%q", c.code, c.want, o.OK, o.Result, o.err())
+			}
+		default:
+			if !o.OK && o.err() == "" {
+				t.Errorf("%q: failed without an error: %+v", c.code, o)
+			}
+		}
+	}
+	if got := readFile(t, filepath.Join(dir, "in.txt")); got != "data" {
+		t.Errorf("in.txt changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Errorf("a refused write left a file")
+	}
+	if o := s.mustJS(map[string]any{"code": "6*7"}); string(o.Result) != "42" {
+		t.Errorf("server after hostile code: %s", o.Result)
+	}
+}
+
+// TestJSSymlinkSwapRace swaps a path between a real directory and a link leading out of
+// the mount while calls read and write through it: no read or write ever escapes.
+func TestJSSymlinkSwapRace(t *testing.T) {
+	s := start(t)
+	mnt, outside := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(outside, "secret.txt"), "SECRET")
+	real := filepath.Join(mnt, "real")
+	writeFile(t, filepath.Join(real, "secret.txt"), "inside")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		link := filepath.Join(mnt, "swap")
+		tmp := filepath.Join(mnt, "swap.tmp")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Remove(tmp)
+			if i%2 == 0 {
+				os.Symlink(outside, tmp)
+			} else {
+				os.Symlink("real", tmp)
+			}
+			os.Rename(tmp, link)
+		}
+	}()
+	code := `let leaks = 0, ok = 0;
+for (let i = 0; i < 400; i++) {
+  try { const v = host.readFile('/mnt/m/swap/secret.txt'); if (v === 'SECRET') leaks++; else ok++; } catch (e) {}
+  try { host.writeFile('/mnt/m/swap/planted.txt', 'x' + i); } catch (e) {}
+}
+return {leaks, ok};`
+	mounts := []map[string]any{{"hostPath": mnt, "sandboxPath": "/mnt/m", "mode": "rw"}}
+	total := 0
+	for round := 0; round < 5; round++ {
+		o := s.mustJS(map[string]any{"code": code, "mounts": mounts, "timeoutMs": 10000, "maxWriteBytes": 50000000})
+		var leaks, ok int
+		fmt.Sscanf(strings.NewReplacer(`{"leaks":`, "", `,"ok":`, " ", "}", "").Replace(string(o.Result)), "%d %d", &leaks, &ok)
+		if leaks != 0 {
+			t.Errorf("round %d: %d reads escaped the mount", round, leaks)
+		}
+		total += ok
+	}
+	close(stop)
+	wg.Wait()
+	if _, err := os.Stat(filepath.Join(outside, "planted.txt")); err == nil {
+		t.Errorf("a write escaped the mount through the swapped link")
+	}
+	if total == 0 {
+		t.Errorf("positive control: no read through the link ever succeeded while it pointed inside")
+	}
+}
+
+// TestConcurrentCalls runs 20 calls of each tool at once with one runaway among them:
+// the others finish normally and none sees another's mounts or scratch dir.
+func TestConcurrentCalls(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for i := 0; i < 20; i++ {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "id.txt"), fmt.Sprint(i))
+		mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/own", "mode": "rw"}}
+		wg.Add(2)
+		go func(i int) {
+			defer wg.Done()
+			code := fmt.Sprintf("globalThis.mine = %d; return host.readFile('/mnt/own/id.txt') + ':' + host.listDir('/mnt/own').length", i)
+			timeout := 5000
+			if i == 7 {
+				code, timeout = "while (true) {}", 3000
+			}
+			o, _ := s.js(map[string]any{"code": code, "mounts": mounts, "timeoutMs": timeout})
+			if i == 7 {
+				if !strings.Contains(o.err(), "TimeoutError") {
+					errs <- fmt.Sprintf("runaway js: %q", o.err())
+				}
+				return
+			}
+			if want := fmt.Sprintf(`"%d:1"`, i); string(o.Result) != want {
+				errs <- fmt.Sprintf("js %d: got %s want %s (%s)", i, o.Result, want, o.err())
+			}
+		}(i)
+		go func(i int) {
+			defer wg.Done()
+			cmd := bash("cat /mnt/own/id.txt; ls $HOME | wc -l; echo $i > $HOME/mark")
+			timeout := 5000
+			if i == 3 {
+				cmd, timeout = bash("while :; do :; done"), 3000
+			}
+			o, _ := s.exec(map[string]any{"command": cmd, "mounts": mounts, "timeoutMs": timeout})
+			if i == 3 {
+				if !o.Killed {
+					errs <- fmt.Sprintf("runaway exec not killed: %+v", o)
+				}
+				return
+			}
+			if want := fmt.Sprintf("%d0\n", i); o.Stdout != want {
+				errs <- fmt.Sprintf("exec %d: got %q want %q (%s)", i, o.Stdout, want, o.Stderr)
+			}
+		}(i)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("concurrent calls did not finish within 60s")
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
