@@ -153,6 +153,14 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 	}
 	hard := time.NewTimer(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
 	defer hard.Stop()
+	// memoryMb bounds V8's heap; ArrayBuffers and WebAssembly memories live outside
+	// it, so the worker's whole resident memory is watched too.
+	breached := make(chan int64, 1)
+	stopWatch := watchRSS(w.cmd.Process.Pid, workerRSSLimit(c.run.MemoryMb), func(rss int64) {
+		breached <- rss
+		_ = w.cmd.Process.Kill()
+	})
+	defer stopWatch()
 	for {
 		select {
 		case f := <-w.frames:
@@ -173,12 +181,20 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 			default:
 				return nil, fmt.Errorf("Error: JS worker sent an unexpected %q frame", f.msg.Type)
 			}
+		case rss := <-breached:
+			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", rss>>20, c.run.MemoryMb)
 		case <-hard.C:
 			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
 		}
 	}
+}
+
+// workerRSSLimit is the resident memory a worker may reach: its own runtime and V8
+// (about 40 MB), the heap, and as much again for ArrayBuffers and WebAssembly.
+func workerRSSLimit(memoryMb int) int64 {
+	return int64(64+2*memoryMb) << 20
 }
 
 // crashError explains a worker that died mid-call: V8's fatal heap exhaustion becomes
