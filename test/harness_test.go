@@ -61,10 +61,15 @@ type session struct {
 func start(t *testing.T, args ...string) *session {
 	t.Helper()
 	home := t.TempDir()
+	tmp := filepath.Join(home, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
+		"TMPDIR=" + tmp,
 		"AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
 		"AUTOBOX_TEST_SECRET=canary-7c1e",
@@ -84,6 +89,10 @@ func start(t *testing.T, args ...string) *session {
 		kids := descendants(pid)
 		cs.Close()
 		waitGone(t, append(kids, pid))
+		// No scratch dir outlives its call.
+		if left, _ := filepath.Glob(filepath.Join(tmp, "autobox-scratch-*")); len(left) > 0 {
+			t.Errorf("scratch dirs left behind: %v", left)
+		}
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", stderr)
 		}

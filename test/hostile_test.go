@@ -193,3 +193,34 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestNoDescriptorLeak: after many calls of every kind the server holds no more file
+// descriptors than after the first ones.
+func TestNoDescriptorLeak(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	dir := t.TempDir()
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}
+	round := func() {
+		s.mustJS(map[string]any{"code": "host.writeFile('/mnt/d/f', 'x'); host.readFile('/mnt/d/f')", "mounts": mounts})
+		s.js(map[string]any{"code": "while(true){}", "timeoutMs": 20})
+		s.exec(map[string]any{"command": []string{"echo", "hi"}, "mounts": mounts})
+		s.exec(map[string]any{"command": []string{"sleep", "5"}, "timeoutMs": 20})
+	}
+	fds := func() int {
+		time.Sleep(300 * time.Millisecond) // let the pools settle
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	round()
+	base := fds()
+	for i := 0; i < 15; i++ {
+		round()
+	}
+	if n := fds(); n > base+4 {
+		t.Errorf("server fds grew from %d to %d over 15 rounds of calls", base, n)
+	}
+}
