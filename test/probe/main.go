@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command probe is a test helper run inside the sandbox by the end-to-end tests: each
 // subcommand tries one thing and prints "ok ..." or "denied: <errno>" so a test can
 // tell a denial from a crash. It is built statically (CGO_ENABLED=0) by the tests.
