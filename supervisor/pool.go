@@ -245,7 +245,11 @@ func (p *pool) get(ctx context.Context) (*jsWorker, error) {
 		return w, nil
 	default:
 	}
-	return p.spawnReady(ctx)
+	w, err := p.spawnReady(ctx)
+	if err != nil && ctx.Err() == nil {
+		w, err = p.spawnReady(ctx) // one more try: a start can fail for a passing reason
+	}
+	return w, err
 }
 
 // close kills every worker and stops the spawner.

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -89,14 +90,46 @@ func sorted(s []string) []string {
 	return s
 }
 
+// WorkspaceOutput is every copy_then_sync result shape at once: which fields are set
+// depends on the action and its outcome (the store's results, re-encoded).
+type WorkspaceOutput struct {
+	OK          bool   `json:"ok"`
+	WorkspaceID string `json:"workspaceId,omitempty"`
+	Mount       *struct {
+		WorkspaceID string `json:"workspaceId"`
+	} `json:"mount,omitempty"`
+	SandboxPath string           `json:"sandboxPath,omitempty"`
+	ClonedFiles *int             `json:"clonedFiles,omitempty"`
+	CopiedFiles *int             `json:"copiedFiles,omitempty"`
+	Changes     []store.Change   `json:"changes,omitempty"`
+	Conflicts   []store.Conflict `json:"conflicts,omitempty"`
+	Applied     []string         `json:"applied,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	Recovery    string           `json:"recovery,omitempty"`
+}
+
 // workspaceTool adapts Workspace to MCP. Failures are tool errors; ok:false results
 // (conflicts, interrupted syncs) are tool errors that carry the result object.
-func (s *Server) workspaceTool(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceInput) (*mcp.CallToolResult, any, error) {
-	out, ok, err := s.Workspace(ctx, &in)
+func (s *Server) workspaceTool(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceInput) (*mcp.CallToolResult, *WorkspaceOutput, error) {
+	res, ok, err := s.Workspace(ctx, &in)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &mcp.CallToolResult{IsError: !ok}, out, nil
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Decode into a map first: empty lists the seed shows ("conflicts": []) must
+	// survive, so the typed struct is only the schema; the map is what is sent.
+	out := new(WorkspaceOutput)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, nil, err
+	}
+	var sc map[string]any
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{IsError: !ok, StructuredContent: sc, Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}, out, nil
 }
 
 // ListWorkspaces lists every workspace with its source, age and whether it has

@@ -2,8 +2,13 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 type jsOut struct {
@@ -213,4 +218,45 @@ func TestJSArgumentValidation(t *testing.T) {
 	}
 	// The session keeps working.
 	s.mustJS(map[string]any{"code": "1"})
+}
+
+// TestJSWorkerKilled: a worker killed from outside mid-call fails only that call.
+func TestJSWorkerKilled(t *testing.T) {
+	s := start(t)
+	s.mustJS(map[string]any{"code": "0"})
+	time.Sleep(time.Second) // the pool is warm and idle: the only busy worker is the call's
+	done := make(chan jsOut, 1)
+	go func() {
+		o, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 8000})
+		done <- o
+	}()
+	// Find the busy worker: the one using the CPU.
+	var victim int
+	deadline := time.Now().Add(5 * time.Second)
+	for victim == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		for _, pid := range descendants(s.cmd.Process.Pid) {
+			stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+			for _, f := range stats {
+				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), ") R ") {
+					victim = pid
+				}
+			}
+		}
+	}
+	if victim == 0 {
+		t.Fatal("no running worker found")
+	}
+	syscall.Kill(victim, syscall.SIGKILL)
+	select {
+	case o := <-done:
+		if o.OK || !strings.Contains(o.err(), "crashed") || !strings.Contains(o.err(), "killed") {
+			t.Errorf("killed worker: %+v (%q)", o, o.err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not end when its worker was killed")
+	}
+	if o := s.mustJS(map[string]any{"code": "1 + 1"}); string(o.Result) != "2" {
+		t.Errorf("after a killed worker: %s", o.Result)
+	}
 }
