@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,42 +153,42 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeRun, Run: &c.run}); err != nil {
 		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
 	}
-	hard := time.NewTimer(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
-	defer hard.Stop()
+	hard := time.Now().Add(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
+	stop := w.interruptOn(ctx)
+	defer stop()
 	// memoryMb bounds V8's heap; ArrayBuffers and WebAssembly memories live outside
 	// it, so the worker's whole resident memory is watched too.
-	breached := make(chan int64, 1)
+	var breach atomic.Int64
 	stopWatch := watchRSS(w.cmd.Process.Pid, workerRSSLimit(c.run.MemoryMb), func(rss int64) {
-		breached <- rss
+		breach.Store(rss)
 		_ = w.cmd.Process.Kill()
 	})
 	defer stopWatch()
 	for {
-		select {
-		case f := <-w.frames:
-			if f.err != nil {
-				return nil, w.crashError(c, f.err)
-			}
-			switch f.msg.Type {
-			case proto.TypeResult:
-				if f.msg.Result == nil {
-					return nil, errors.New("Error: JS worker sent an empty result")
-				}
-				return f.msg.Result, nil
-			case proto.TypeBridge:
-				reply := b.handle(ctx, f.msg.Bridge)
-				if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeReply, Reply: reply}); err != nil {
-					return nil, w.crashError(c, err)
-				}
-			default:
-				return nil, fmt.Errorf("Error: JS worker sent an unexpected %q frame", f.msg.Type)
-			}
-		case rss := <-breached:
-			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", rss>>20, c.run.MemoryMb)
-		case <-hard.C:
-			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
-		case <-ctx.Done():
+		m, err := w.read(hard)
+		switch {
+		case ctx.Err() != nil:
 			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
+		case breach.Load() != 0:
+			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", breach.Load()>>20, c.run.MemoryMb)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
+		case err != nil:
+			return nil, w.crashError(c, err)
+		}
+		switch m.Type {
+		case proto.TypeResult:
+			if m.Result == nil {
+				return nil, errors.New("Error: JS worker sent an empty result")
+			}
+			return m.Result, nil
+		case proto.TypeBridge:
+			reply := b.handle(ctx, m.Bridge)
+			if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeReply, Reply: reply}); err != nil {
+				return nil, w.crashError(c, err)
+			}
+		default:
+			return nil, fmt.Errorf("Error: JS worker sent an unexpected %q frame", m.Type)
 		}
 	}
 }
@@ -242,13 +244,11 @@ func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string,
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeProbe, Probe: paths}); err != nil {
 		return nil, err
 	}
-	select {
-	case f := <-w.frames:
-		if f.err != nil || f.msg.Result == nil {
-			return nil, fmt.Errorf("JS worker: %s", w.describeExit(f.err))
-		}
-		return f.msg.Result.Logs, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	stop := w.interruptOn(ctx)
+	defer stop()
+	m, err := w.read(time.Now().Add(10 * time.Second))
+	if err != nil || m.Result == nil {
+		return nil, fmt.Errorf("JS worker: %s", w.describeExit(err))
 	}
+	return m.Result.Logs, nil
 }

@@ -24,16 +24,26 @@ const maxWorkerStderr = 16 << 10
 // jsWorker is one prefork `autobox worker js` process, ready for exactly one call.
 type jsWorker struct {
 	cmd     *exec.Cmd
-	toW     *os.File        // frames to the worker
-	frames  chan frameOrErr // frames from the worker, read by a goroutine
-	exited  chan struct{}   // closed once the process has been reaped
+	toW     *os.File      // frames to the worker
+	fromW   *os.File      // frames from the worker, read by the worker's owner with deadlines
+	exited  chan struct{} // closed once the process has been reaped
 	stderr  *boundedBuffer
 	waitErr error
 }
 
-type frameOrErr struct {
-	msg *proto.Message
-	err error
+// read receives the worker's next frame, giving up at deadline
+// (os.ErrDeadlineExceeded). Reading in the caller's goroutine, rather than handing
+// frames over from another, saves a thread wake-up per frame.
+func (w *jsWorker) read(deadline time.Time) (*proto.Message, error) {
+	if err := w.fromW.SetReadDeadline(deadline); err != nil {
+		return nil, err
+	}
+	return proto.Read(w.fromW)
+}
+
+// interruptOn makes a pending read return at once when ctx ends.
+func (w *jsWorker) interruptOn(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { _ = w.fromW.SetReadDeadline(time.Now()) })
 }
 
 // kill ends the worker (idempotent) and waits for it to be reaped.
@@ -43,6 +53,7 @@ func (w *jsWorker) kill() {
 	}
 	w.toW.Close()
 	<-w.exited
+	w.fromW.Close()
 }
 
 // pool keeps `size` workers warm. Workers are started from one goroutine locked to
@@ -143,7 +154,7 @@ func (p *pool) start() (*jsWorker, error) {
 		toWw.Close()
 		return nil, err
 	}
-	w := &jsWorker{toW: toWw, frames: make(chan frameOrErr, 4), exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
+	w := &jsWorker{toW: toWw, fromW: fromWr, exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout = p.devnull, p.devnull // no opens on the restricted thread
@@ -162,16 +173,6 @@ func (p *pool) start() (*jsWorker, error) {
 	p.mu.Lock()
 	p.live[w] = true
 	p.mu.Unlock()
-	go func() {
-		defer fromWr.Close()
-		for {
-			m, err := proto.Read(fromWr)
-			w.frames <- frameOrErr{m, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
 	go func() {
 		w.waitErr = cmd.Wait()
 		p.mu.Lock()
@@ -220,20 +221,20 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case f := <-w.frames:
-		if f.err == nil && f.msg.Type == proto.TypeReady {
-			return w, nil
-		}
-		w.kill()
-		return nil, fmt.Errorf("JS worker did not start: %s", w.describeExit(f.err))
-	case <-ctx.Done():
-		w.kill()
+	stop := w.interruptOn(ctx)
+	m, err := w.read(time.Now().Add(10 * time.Second))
+	stop()
+	if err == nil && m.Type == proto.TypeReady {
+		return w, nil
+	}
+	w.kill()
+	switch {
+	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case <-time.After(10 * time.Second):
-		w.kill()
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, errors.New("JS worker did not become ready within 10s")
 	}
+	return nil, fmt.Errorf("JS worker did not start: %s", w.describeExit(err))
 }
 
 // get returns a warm worker, or starts one if none is ready. The caller owns it and
