@@ -129,7 +129,7 @@ func TestExecEnvironment(t *testing.T) {
 	if o.Stdout != "fds 0,1,2,3\n" { // 3 is the probe's own handle on /proc/self/fd
 		t.Errorf("inherited fds: %q", o.Stdout)
 	}
-	o, _ = s.exec(map[string]any{"command": bash("readlink /proc/self/fd/0; cat; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; ps -o sid=,pid= -p $$ | awk '$1==$2{print \"session leader\"}'; tty")})
+	o, _ = s.exec(map[string]any{"command": bash("readlink /proc/self/fd/0; cat; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; tty")})
 	for _, want := range []string{"/dev/null", "NoNewPrivs:\t1", "Seccomp:\t2", "not a tty"} {
 		if !strings.Contains(o.Stdout, want) {
 			t.Errorf("want %q in:\n%s\n%s", want, o.Stdout, o.Stderr)
@@ -272,9 +272,7 @@ func TestExecNetwork(t *testing.T) {
 	// socket(AF_UNIX) needs allowNetwork: a named socket is a door to a host service.
 	wantDenied(t, "AF_UNIX socket without allowNetwork", s.probe(nil, nil, "socket", "1", "1"))
 	wantAllowed(t, "AF_UNIX socket with allowNetwork", s.probe(nil, on, "socket", "1", "1"))
-	if o, _ := s.exec(map[string]any{"command": []string{"python3", "-c", "import socket; a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))"}}); o.code() != 0 && !strings.Contains(o.Stderr, "No such file") {
-		t.Errorf("socketpair(AF_UNIX) without allowNetwork: %+v", o)
-	}
+	wantAllowed(t, "socketpair(AF_UNIX) without allowNetwork", s.probe(nil, nil, "socketpair"))
 
 	// Abstract unix sockets outside the sandbox are out of reach (Landlock scoping).
 	if jail.Probe().LandlockABI < 6 {

@@ -81,6 +81,14 @@ func main() {
 			syscall.Close(fd)
 			fmt.Println("ok socket")
 		}
+	case "socketpair":
+		var fds [2]int
+		fds, err = syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err == nil {
+			syscall.Close(fds[0])
+			syscall.Close(fds[1])
+			fmt.Println("ok socketpair")
+		}
 	case "kill":
 		pid, _ := strconv.Atoi(a[0])
 		sig := syscall.Signal(0)
