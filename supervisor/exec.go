@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -405,10 +403,10 @@ func (c *cappedPipe) abort() {
 
 // execTool adapts ExecCommand to MCP: a spawn failure or a kill is a tool error that
 // still carries the result object; an ordinary non-zero exit is a result.
-func (s *Server) execTool(ctx context.Context, _ *mcp.CallToolRequest, in ExecInput) (*mcp.CallToolResult, *ExecOutput, error) {
-	out, err := s.ExecCommand(ctx, &in)
+func (s *Server) execTool(ctx context.Context, in *ExecInput) (*ExecOutput, bool, error) {
+	out, err := s.ExecCommand(ctx, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
-	return &mcp.CallToolResult{IsError: out.ExitCode == nil || out.Killed}, out, nil
+	return out, out.ExitCode == nil || out.Killed, nil
 }

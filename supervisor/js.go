@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
@@ -220,13 +218,13 @@ func isHeapExhaustion(stderr []byte) bool {
 
 // jsTool adapts ExecuteJS to the MCP tool handler shape: failures of the code are
 // tool errors (isError) that still carry the result object.
-func (s *Server) jsTool(ctx context.Context, _ *mcp.CallToolRequest, in JSInput) (*mcp.CallToolResult, *JSOutput, error) {
-	out, err := s.ExecuteJS(ctx, &in)
+func (s *Server) jsTool(ctx context.Context, in *JSInput) (*JSOutput, bool, error) {
+	out, err := s.ExecuteJS(ctx, in)
 	if err != nil {
 		msg := err.Error()
 		out = &JSOutput{Error: &msg, Logs: []string{}}
 	}
-	return &mcp.CallToolResult{IsError: !out.OK}, out, nil
+	return out, !out.OK, nil
 }
 
 // ProbeWorkerJail takes a warm JS worker and asks it to open each path instead of

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/store"
 )
@@ -106,30 +104,38 @@ type WorkspaceOutput struct {
 	Applied     []string         `json:"applied,omitempty"`
 	Error       string           `json:"error,omitempty"`
 	Recovery    string           `json:"recovery,omitempty"`
+
+	raw json.RawMessage // the store's own encoding, sent as is
+}
+
+// MarshalJSON sends the store's result exactly as the store encoded it (empty lists
+// included, as the seed shows them); the fields above describe it for the schema.
+func (o WorkspaceOutput) MarshalJSON() ([]byte, error) {
+	if o.raw != nil {
+		return o.raw, nil
+	}
+	type plain WorkspaceOutput
+	return json.Marshal(plain(o))
 }
 
 // workspaceTool adapts Workspace to MCP. Failures are tool errors; ok:false results
 // (conflicts, interrupted syncs) are tool errors that carry the result object.
-func (s *Server) workspaceTool(ctx context.Context, _ *mcp.CallToolRequest, in WorkspaceInput) (*mcp.CallToolResult, *WorkspaceOutput, error) {
-	res, ok, err := s.Workspace(ctx, &in)
+func (s *Server) workspaceTool(ctx context.Context, in *WorkspaceInput) (*WorkspaceOutput, bool, error) {
+	res, ok, err := s.Workspace(ctx, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
+	// The store's result objects are the seed's shapes; WorkspaceOutput is their union,
+	// for the declared schema.
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
-	// Decode into a map first: empty lists the seed shows ("conflicts": []) must
-	// survive, so the typed struct is only the schema; the map is what is sent.
-	out := new(WorkspaceOutput)
+	out := &WorkspaceOutput{raw: raw}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
-	var sc map[string]any
-	if err := json.Unmarshal(raw, &sc); err != nil {
-		return nil, nil, err
-	}
-	return &mcp.CallToolResult{IsError: !ok, StructuredContent: sc, Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}, out, nil
+	return out, !ok, nil
 }
 
 // ListWorkspaces lists every workspace with its source, age and whether it has
