@@ -162,7 +162,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		stdout.abort()
 		return nil, err
 	}
-	tree, err := s.runner.start(&command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}, so, se)
+	tree, err := s.runner.start(&policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}, so, se)
 	so.Close()
 	se.Close()
 	if err != nil {

@@ -9,27 +9,10 @@ import (
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// command is one sandboxed command, as the platform runner receives it.
-type command struct {
-	Argv    []string
-	Dir     string
-	Env     []string
-	Sandbox policy.Sandbox
-	Unsafe  bool
-}
-
-// exitResult is how a command ended.
-type exitResult struct {
-	Started    bool
-	SpawnError string
-	ExitCode   int
-	Signal     string
-}
-
 // tree is a running command and everything it started.
 type tree interface {
 	Pid() int
-	Wait() (exitResult, error)
+	Wait() (policy.Exit, error)
 	// Kill ends the whole tree; safe to call more than once and after exit.
 	Kill()
 }
@@ -37,7 +20,7 @@ type tree interface {
 // runner starts commands under the platform's OS sandbox (jail on Linux, seatbelt on
 // macOS) or refuses where there is none.
 type runner interface {
-	start(c *command, stdout, stderr *os.File) (tree, error)
+	start(c *policy.Command, stdout, stderr *os.File) (tree, error)
 	close()
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/seatbelt"
 )
 
@@ -19,24 +20,15 @@ func (r *seatbeltRunner) close() {}
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
-func (r *seatbeltRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
+func (r *seatbeltRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
 	if err := seatbelt.Available(); err != nil && !c.Unsafe {
 		return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 	}
-	t, err := seatbelt.Start(&seatbelt.Spec{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Sandbox: c.Sandbox, Unsafe: c.Unsafe}, stdout, stderr)
+	t, err := seatbelt.Start(c, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
-	return seatbeltTree{t}, nil
-}
-
-type seatbeltTree struct{ t *seatbelt.Tree }
-
-func (s seatbeltTree) Pid() int { return s.t.Pid() }
-func (s seatbeltTree) Kill()    { s.t.Kill() }
-func (s seatbeltTree) Wait() (exitResult, error) {
-	r, err := s.t.Wait()
-	return exitResult{Started: r.Started, SpawnError: r.SpawnError, ExitCode: r.ExitCode, Signal: r.Signal}, err
+	return t, nil
 }
 
 // workerLaunch runs the JS worker under a deny-by-default seatbelt profile.

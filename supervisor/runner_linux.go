@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // jailRunner runs commands through the `autobox worker exec` launcher under
@@ -33,25 +34,16 @@ func (r *jailRunner) close() {
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
-func (r *jailRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
+func (r *jailRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
 			return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 		}
 	}
 	r.once.Do(func() { r.pool = jail.NewPool(r.exe, launcherPool) })
-	t, err := r.pool.Start(&jail.Spec{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Sandbox: c.Sandbox, Unsafe: c.Unsafe}, stdout, stderr)
+	t, err := r.pool.Start(c, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
-	return jailTree{t}, nil
-}
-
-type jailTree struct{ t *jail.Tree }
-
-func (j jailTree) Pid() int { return j.t.Pid() }
-func (j jailTree) Kill()    { j.t.Kill() }
-func (j jailTree) Wait() (exitResult, error) {
-	r, err := j.t.Wait()
-	return exitResult{Started: r.Started, SpawnError: r.SpawnError, ExitCode: r.ExitCode, Signal: r.Signal}, err
+	return t, nil
 }

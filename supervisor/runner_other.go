@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
@@ -21,7 +23,7 @@ func newRunner(exe string, unsafe bool) runner { return refusingRunner{} }
 
 func (refusingRunner) close() {}
 
-func (refusingRunner) start(c *command, stdout, stderr *os.File) (tree, error) {
+func (refusingRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
 }
 

@@ -1,0 +1,30 @@
+package policy
+
+// Command is one command to run in an OS sandbox (jail on Linux, seatbelt on macOS).
+type Command struct {
+	// Argv is the command line. A first word without "/" is looked up in the PATH
+	// of Env (absolute entries only; /usr/bin:/bin when Env has none) before the
+	// sandbox applies; a relative path with a slash is relative to Dir.
+	Argv []string
+	// Dir is the working directory; "" keeps the caller's.
+	Dir string
+	// Env is the command's entire environment; nil means empty, never the caller's.
+	Env []string
+	// Sandbox is what the command may touch.
+	Sandbox Sandbox
+	// Unsafe runs the command without the OS sandbox: only for a server started
+	// with the explicit unsafe flag. Process-tree handling stays.
+	Unsafe bool
+}
+
+// Exit is how a sandboxed command ended.
+type Exit struct {
+	// Started is false when the command could not be started; SpawnError says why.
+	Started    bool
+	SpawnError string
+	// ExitCode is the exit status, -1 when a signal ended the command or it never
+	// started.
+	ExitCode int
+	// Signal is the name of the signal that ended it ("SIGKILL"), or "".
+	Signal string
+}
