@@ -2,12 +2,15 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,27 +53,18 @@ func (r cliRun) String() string {
 // run runs the binary with stdin and waits for it; no process it started may outlive it.
 func (h *cliHome) run(stdin string, args ...string) cliRun {
 	h.t.Helper()
-	cmd := exec.Command(bin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hung run fails (exit -1), not hangs
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = h.env
 	cmd.Dir = h.dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatalf("starting autobox: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		h.t.Fatalf("autobox %s did not finish within 60s\nstderr: %s", strings.Join(args, " "), stderr.String())
-	}
+	err := cmd.Run()
 	r := cliRun{args: args, stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		h.t.Fatalf("autobox %s: %v", strings.Join(args, " "), err)
@@ -110,18 +104,13 @@ func procsOf(exe string) []string {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !bytes.HasPrefix(b, []byte(exe+"\x00")) || !alive(atoi(filepath.Base(d))) {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if err != nil || !bytes.HasPrefix(b, []byte(exe+"\x00")) || !alive(pid) {
 			continue
 		}
 		out = append(out, filepath.Base(d)+": "+strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	return out
-}
-
-func atoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
-	return n
 }
 
 func TestCLIHelp(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/supervisor"
+	"github.com/autobox-dev/autobox/task"
 	"github.com/autobox-dev/autobox/worker"
 )
 
@@ -40,6 +41,7 @@ Usage:
   autobox ws create|status|sync|discard|list   workspaces (copy_then_sync)
   autobox batch [--jobs N] [FILE] run JSON Lines of tool calls, crash-isolated
   autobox doctor          what this host enforces
+  autobox task workspace|wrap|run|endpoint|stop|cleanup|list   per-task sandboxes for agent harnesses
   autobox version         print the version
   autobox help            this text
 
@@ -72,6 +74,8 @@ func main() {
 		os.Exit(serve(args[1:]))
 	case "js", "exec", "ws", "batch", "doctor":
 		os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
+	case "task":
+		os.Exit(task.Main(args[1:], os.Stdin, os.Stdout, os.Stderr))
 	case "version", "--version":
 		fmt.Println("autobox", supervisor.Version)
 	case "help", "--help", "-h":

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/autobox-dev/autobox/supervisor"
+)
+
+const doctorHelp = `Usage: autobox doctor [--json]
+
+Print what this host enforces, one line per mechanism: ok, missing (with what that
+means for calls) or info. It probes the kernel (Landlock ABI and the rules it
+allows, seccomp, no_new_privs, user namespaces) or sandbox-exec on macOS, the RSS
+watchdog, the state and storage directories and whether storage can clone files
+(copy-on-write), then runs one execute_js and one exec_command call for real.
+
+Exit status: 0 when exec_command runs sandboxed here, 1 when it would be refused,
+2 usage error.
+
+Examples:
+  autobox doctor
+  autobox doctor --json | jq '.checks[] | select(.status == "missing")'
+`
+
+// Check statuses.
+const (
+	statusOK      = "ok"
+	statusMissing = "missing"
+	statusInfo    = "info"
+)
+
+// Check is one line of the doctor's report.
+type Check struct {
+	Name        string `json:"name"`
+	Status      string `json:"status"` // ok, missing or info
+	Detail      string `json:"detail"`
+	Consequence string `json:"consequence,omitempty"` // what a missing mechanism means for calls
+}
+
+// DoctorReport is what `autobox doctor --json` prints.
+type DoctorReport struct {
+	Checks []Check `json:"checks"`
+	// ExecCommand is true when exec_command runs sandboxed on this host.
+	ExecCommand bool `json:"execCommand"`
+}
+
+func (r *DoctorReport) add(name, status, detail, consequence string) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: status, Detail: detail, Consequence: consequence})
+}
+
+func (e *env) doctor(args []string) int {
+	fs := newFlags("doctor")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	pos, done, status := e.parse(fs, "doctor", doctorHelp, args)
+	if done {
+		return status
+	}
+	if len(pos) > 0 {
+		return e.usage("doctor", "doctor takes no arguments")
+	}
+	r := &DoctorReport{}
+	r.add("os", statusOK, osDetail(), "")
+	platformChecks(r)
+	r.rssCheck()
+	s, err := e.server(1)
+	if err != nil {
+		r.add("autobox", statusMissing, err.Error(), "no call can run")
+	} else {
+		defer s.Close()
+		r.dirChecks(s.StateDir())
+		r.liveChecks(e, s)
+	}
+	if *jsonOut {
+		if err := writeJSON(e.stdout, r); err != nil {
+			return e.fail("doctor", err)
+		}
+	} else if err := printReport(e.stdout, r); err != nil {
+		return e.fail("doctor", err)
+	}
+	if !r.ExecCommand {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func printReport(w io.Writer, r *DoctorReport) error {
+	ew := &errWriter{w: w}
+	for _, c := range r.Checks {
+		line := c.Detail
+		if c.Consequence != "" {
+			line += " → " + c.Consequence
+		}
+		// Fixed columns, the same on every host, so a script can grep "^missing".
+		fmt.Fprintf(ew, "%-7s  %-16s  %s\n", c.Status, c.Name, line)
+	}
+	if r.ExecCommand {
+		fmt.Fprintln(ew, "exec_command: runs sandboxed on this host")
+	} else {
+		fmt.Fprintln(ew, "exec_command: REFUSED on this host (see the missing lines above)")
+	}
+	return ew.err
+}
+
+// rssCheck: the watchdog that enforces memoryMb for exec_command measures resident
+// memory through gopsutil and walks the process tree.
+func (r *DoctorReport) rssCheck() {
+	mi, err := (&process.Process{Pid: int32(os.Getpid())}).MemoryInfo()
+	if err == nil {
+		err = treeWalkable()
+	}
+	if err != nil {
+		r.add("rss watchdog", statusMissing, err.Error(), "exec_command's memoryMb is not enforced")
+		return
+	}
+	r.add("rss watchdog", statusOK, fmt.Sprintf("can measure process-tree memory (this process: %d MB)", mi.RSS>>20), "")
+}
+
+// dirChecks reports the state directory (records, lock) and the default storage
+// directory, and whether storage can clone files.
+func (r *DoctorReport) dirChecks(state string) {
+	if err := writable(state); err != nil {
+		r.add("state dir", statusMissing, err.Error(), "workspaces cannot be used")
+	} else {
+		r.add("state dir", statusOK, state+" (writable)", "")
+	}
+	storage := defaultStorage()
+	dir, note := storage, "exists"
+	if _, err := os.Stat(storage); err != nil {
+		note = "created by the first ws create"
+		dir = existingAncestor(storage)
+	}
+	if err := writable(dir); err != nil {
+		r.add("storage", statusMissing, fmt.Sprintf("%s: %v", storage, err), "ws create needs --storage")
+		return
+	}
+	r.add("storage", statusOK, fmt.Sprintf("%s (%s, writable)", storage, note), "")
+	fsName, ok, err := cloneProbe(dir)
+	switch {
+	case err != nil:
+		r.add("reflink", statusMissing, fmt.Sprintf("could not test cloning in %s: %v", dir, err), "create may need copyMode auto")
+	case ok:
+		r.add("reflink", statusOK, fmt.Sprintf("yes (%s): create clones copy-on-write", fsName), "")
+	default:
+		r.add("reflink", statusMissing, fmt.Sprintf("no (%s)", fsName), "create needs copyMode auto (ordinary copies)")
+	}
+}
+
+// liveChecks runs one call of each kind through the same code path as the tools.
+func (r *DoctorReport) liveChecks(e *env, s *supervisor.Server) {
+	js, err := s.ExecuteJS(e.ctx, &supervisor.JSInput{Code: "1 + 1"})
+	switch {
+	case err != nil:
+		r.add("execute_js", statusMissing, err.Error(), "execute_js fails")
+	case !js.OK || !resultIs(js.Result, 2):
+		msg := "unexpected result"
+		if js.Error != nil {
+			msg = *js.Error
+		}
+		r.add("execute_js", statusMissing, msg, "execute_js fails")
+	default:
+		r.add("execute_js", statusOK, "a call ran in a fresh worker", "")
+	}
+	ex, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: []string{"true"}})
+	switch {
+	case errors.Is(err, supervisor.ErrSandboxUnavailable):
+		r.add("exec_command", statusMissing, err.Error(), "exec_command is refused")
+	case err != nil:
+		r.add("exec_command", statusMissing, err.Error(), "exec_command fails")
+	case ex.ExitCode == nil || *ex.ExitCode != 0 || ex.Killed:
+		r.add("exec_command", statusMissing, fmt.Sprintf("`true` did not succeed: %q", ex.Stderr), "exec_command fails")
+	default:
+		r.ExecCommand = true
+		r.add("exec_command", statusOK, "`true` ran under the sandbox", "")
+	}
+}
+
+// resultIs reports whether an execute_js result is the JSON number n.
+func resultIs(v any, n float64) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	var got float64
+	return json.Unmarshal(b, &got) == nil && got == n
+}
+
+// writable checks that files can be created in dir.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".autobox-doctor-*")
+	if err != nil {
+		return fmt.Errorf("not writable: %w", err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+func existingAncestor(p string) string {
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return p
+		}
+		p = parent
+	}
+}
+
+// defaultStorage is where `ws create` puts workspaces without --storage. It follows
+// the rule package store documents for Options.DefaultStorage, which store does not
+// export.
+func defaultStorage() string {
+	home, _ := os.UserHomeDir()
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "autobox-workspaces")
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "autobox-workspaces")
+	}
+	return filepath.Join(home, ".local", "share", "autobox-workspaces")
+}
+
+// probeFiles makes a small source file and a path for its clone in dir; cleanup
+// removes both.
+func probeFiles(dir string) (src *os.File, dst string, cleanup func(), err error) {
+	src, err = os.CreateTemp(dir, ".autobox-doctor-*")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	dst = src.Name() + ".clone"
+	cleanup = func() {
+		src.Close()
+		os.Remove(src.Name())
+		os.Remove(dst)
+	}
+	if _, err := src.Write(make([]byte, 64<<10)); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	if err := src.Sync(); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return src, dst, cleanup, nil
+}

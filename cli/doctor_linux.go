@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+// landlockFeatures is what each Landlock ABI version adds
+// (Documentation/userspace-api/landlock.rst).
+var landlockFeatures = []string{
+	1: "filesystem rules",
+	2: "rename/link across directories",
+	3: "truncate",
+	4: "TCP bind/connect",
+	5: "device ioctl",
+	6: "signal and abstract-socket scoping",
+	7: "audit logging control",
+}
+
+// platformChecks reports the kernel mechanisms the jail uses for exec_command and the
+// JS workers.
+func platformChecks(r *DoctorReport) {
+	st := jail.Probe()
+	switch {
+	case st.LandlockABI == 0:
+		r.add("landlock", statusMissing, st.Landlock, "exec_command is refused; JS workers are not jailed")
+	case st.LandlockABI < jail.MinLandlockABI:
+		r.add("landlock", statusMissing, fmt.Sprintf("ABI %d: %s", st.LandlockABI, landlockAllows(st.LandlockABI)),
+			fmt.Sprintf("exec_command is refused: ABI %d (Linux 6.2) is needed to deny truncating read-only files", jail.MinLandlockABI))
+	default:
+		r.add("landlock", statusOK, fmt.Sprintf("ABI %d: %s", st.LandlockABI, landlockAllows(st.LandlockABI)), "")
+		if !st.TCPDenied() {
+			r.add("landlock tcp", statusInfo, "no TCP rules (ABI < 4)", "TCP stays denied by seccomp's socket filter when the network is off")
+		}
+		if !st.Scoped() {
+			r.add("landlock scoping", statusMissing, "no signal or abstract-socket scoping (ABI < 6)",
+				"a sandboxed command can signal processes of its user and reach abstract unix sockets")
+		}
+	}
+	if st.Seccomp && st.SeccompArch != "" {
+		r.add("seccomp", statusOK, fmt.Sprintf("filters with SECCOMP_RET_ERRNO, %s syscall table", st.SeccompArch), "")
+	} else if !st.Seccomp {
+		r.add("seccomp", statusMissing, "seccomp filters are not available", "exec_command is refused")
+	} else {
+		r.add("seccomp", statusMissing, "no syscall table for "+st.Platform, "exec_command is refused")
+	}
+	if st.NoNewPrivs {
+		r.add("no_new_privs", statusOK, "PR_SET_NO_NEW_PRIVS available", "")
+	} else {
+		r.add("no_new_privs", statusMissing, "PR_SET_NO_NEW_PRIVS is not available", "exec_command is refused")
+	}
+	r.add("user namespaces", statusInfo, userNamespaces(), "")
+}
+
+func landlockAllows(abi int) string {
+	var have []string
+	for v := 1; v <= abi && v < len(landlockFeatures); v++ {
+		have = append(have, landlockFeatures[v])
+	}
+	if abi >= len(landlockFeatures) {
+		have = append(have, "and newer")
+	}
+	return strings.Join(have, ", ")
+}
+
+// userNamespaces is informational: autobox does not use user namespaces, and its
+// seccomp filter keeps sandboxed commands from creating them.
+func userNamespaces() string {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	const note = "; not used by autobox, and denied to sandboxed commands"
+	switch {
+	case read("/proc/sys/user/max_user_namespaces") == "0":
+		return "disabled (user.max_user_namespaces = 0)" + note
+	case read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		return "root only (kernel.unprivileged_userns_clone = 0)" + note
+	case read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+		return "restricted by AppArmor for unprivileged users" + note
+	case read("/proc/sys/user/max_user_namespaces") == "":
+		return "unknown (no user.max_user_namespaces)" + note
+	}
+	return "available (user.max_user_namespaces = " + read("/proc/sys/user/max_user_namespaces") + ")" + note
+}
+
+// treeWalkable checks that the kernel lists each thread's children, which is how the
+// watchdog and the tree kill find a command's descendants (CONFIG_PROC_CHILDREN).
+func treeWalkable() error {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+	if len(files) == 0 {
+		return errors.New("/proc/PID/task/TID/children is missing (CONFIG_PROC_CHILDREN)")
+	}
+	return nil
+}
+
+// cloneProbe tries FICLONE between two small files in dir.
+func cloneProbe(dir string) (fsName string, ok bool, err error) {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return "", false, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	fsName = fsNames[int64(sfs.Type)]
+	if fsName == "" {
+		fsName = fmt.Sprintf("filesystem 0x%x", sfs.Type)
+	}
+	src, dstPath, cleanup, err := probeFiles(dir)
+	if err != nil {
+		return fsName, false, err
+	}
+	defer cleanup()
+	dst, err := os.OpenFile(dstPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fsName, false, err
+	}
+	defer dst.Close()
+	err = unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+	switch {
+	case err == nil:
+		return fsName, true, nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EXDEV), errors.Is(err, unix.ENOTTY), errors.Is(err, unix.ENOSYS):
+		return fsName, false, nil
+	}
+	return fsName, false, fmt.Errorf("FICLONE: %w", err)
+}
+
+// fsNames names the filesystems one is likely to meet (statfs f_type magic numbers).
+var fsNames = map[int64]string{
+	unix.EXT4_SUPER_MAGIC:      "ext4",
+	unix.XFS_SUPER_MAGIC:       "xfs",
+	unix.BTRFS_SUPER_MAGIC:     "btrfs",
+	unix.TMPFS_MAGIC:           "tmpfs",
+	unix.OVERLAYFS_SUPER_MAGIC: "overlayfs",
+	unix.NFS_SUPER_MAGIC:       "nfs",
+	unix.F2FS_SUPER_MAGIC:      "f2fs",
+	0xca451a4e:                 "bcachefs",
+	0x65735546:                 "fuse",
+	0x2fc12fc1:                 "zfs",
+}

@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/autobox-dev/autobox/store"
+	"github.com/autobox-dev/autobox/supervisor"
+)
+
+const wsHelp = `Usage: autobox ws create [flags] HOST SANDBOX
+       autobox ws status|sync|discard [--json] ID
+       autobox ws list [--json]
+
+Persistent writable copies of a host directory, exactly as the copy_then_sync tool
+makes them. The host directory is unchanged until an explicit sync.
+
+  create   copy HOST into a new workspace mounted at SANDBOX (e.g. /mnt/project);
+           prints the workspace id on stdout (details on stderr)
+  status   the changes sync would make, and the conflicts that would stop it
+  sync     apply the workspace's changes to HOST; conflicts abort with nothing applied
+  discard  delete the workspace and its unsynced changes (never touches HOST)
+  list     every workspace: id, source, sandbox path, age, unsynced changes
+
+Edit a workspace with autobox js/exec --workspace ID, or any MCP client. Records live
+in $AUTOBOX_STATE_DIR (default ~/.local/state/autobox); another autobox process
+working on them at the same moment makes a call fail with status 75 (retry).
+
+Exit status: 0 done, 1 not ok (conflicts, interrupted sync), 2 usage error,
+75 workspace lock busy, 125 refused (invalid arguments, unknown workspace, failure).
+
+Examples:
+  id=$(autobox ws create --exclude node_modules ~/src/app /mnt/app)
+  autobox exec --workspace "$id" --cwd /mnt/app -- sh -c 'echo fix >> README'
+  autobox ws status "$id"
+  autobox ws sync "$id" && autobox ws discard "$id"
+  autobox ws create --copy-mode auto --storage /data/ws /data/src /mnt/src --json
+  autobox ws list --json | jq -r '.[] | select(.dirty) | .workspaceId'
+`
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func (e *env) ws(args []string) int {
+	fs := newFlags("ws")
+	jsonOut := fs.Bool("json", false, "print the result object as JSON")
+	storage := fs.String("storage", "", "create: storage directory for the copy, outside HOST (default ~/.local/share/autobox-workspaces)")
+	copyMode := fs.String("copy-mode", "", "create: clone (copy-on-write only, the default) or auto (ordinary copy where cloning is impossible)")
+	var excludes listFlag
+	fs.Var(&excludes, "exclude", "create: a relative path or subtree to leave out, e.g. node_modules (repeatable)")
+	if len(args) == 0 {
+		return e.usage("ws", "no action: create, status, sync, discard or list")
+	}
+	action := args[0]
+	switch action {
+	case "-h", "-help", "--help", "help":
+		e.printHelp(fs, wsHelp)
+		return ExitOK
+	case "create", "status", "sync", "discard", "list":
+	default:
+		return e.usage("ws", "unknown action %q: create, status, sync, discard or list", action)
+	}
+	pos, done, status := e.parse(fs, "ws", wsHelp, args[1:])
+	if done {
+		return status
+	}
+	if action != "create" {
+		for _, f := range []string{"storage", "copy-mode", "exclude"} {
+			if given(fs, f) {
+				return e.usage("ws", "--%s is for create only; a workspace keeps what it was created with", f)
+			}
+		}
+	}
+	in := &supervisor.WorkspaceInput{Action: action}
+	switch action {
+	case "list":
+		if len(pos) != 0 {
+			return e.usage("ws", "list takes no arguments")
+		}
+	case "create":
+		if len(pos) != 2 {
+			return e.usage("ws", "create needs HOST and SANDBOX, e.g. autobox ws create ./src /mnt/src")
+		}
+		host, err := absPath(pos[0])
+		if err != nil {
+			return e.usage("ws", "%v", err)
+		}
+		if in.StoragePath, err = absPath(*storage); err != nil {
+			return e.usage("ws", "%v", err)
+		}
+		in.HostPath, in.SandboxPath, in.CopyMode = host, pos[1], *copyMode
+		if len(excludes) > 0 {
+			in.Excludes = excludes
+		}
+	default:
+		if len(pos) != 1 {
+			return e.usage("ws", "%s needs exactly one workspace ID", action)
+		}
+		in.WorkspaceID = pos[0]
+	}
+
+	s, err := e.server(1)
+	if err != nil {
+		return e.fail("ws "+action, err)
+	}
+	defer s.Close()
+	if action == "list" {
+		sums, err := s.ListWorkspaces(e.ctx)
+		if err != nil {
+			return e.fail("ws list", err)
+		}
+		if *jsonOut {
+			return e.printed("ws list", writeJSON(e.stdout, sums), ExitOK)
+		}
+		if len(sums) == 0 {
+			fmt.Fprintf(e.stderr, "no workspaces (records in %s)\n", s.StateDir())
+			return ExitOK
+		}
+		return e.printed("ws list", printList(e.stdout, sums, time.Now()), ExitOK)
+	}
+	res, ok, err := s.Workspace(e.ctx, in)
+	if err != nil {
+		return e.fail("ws "+action, err)
+	}
+	code := ExitOK
+	if !ok {
+		code = ExitFailed
+	}
+	if *jsonOut {
+		return e.printed("ws "+action, writeJSON(e.stdout, res), code)
+	}
+	return e.printed("ws "+action, e.printWorkspace(res), code)
+}
+
+// printed returns code, or reports a failure to write the output.
+func (e *env) printed(cmd string, err error, code int) int {
+	if err != nil {
+		return e.fail(cmd, err)
+	}
+	return code
+}
+
+// printWorkspace prints a copy_then_sync result for people.
+func (e *env) printWorkspace(res any) error {
+	w := &errWriter{w: e.stdout}
+	switch r := res.(type) {
+	case *store.CreateResult:
+		fmt.Fprintln(w, r.WorkspaceID)
+		fmt.Fprintf(e.stderr, "created workspace %s for %s: %d files cloned, %d copied; edit it with --workspace %s\n",
+			r.WorkspaceID, r.SandboxPath, r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
+	case *store.StatusResult:
+		fmt.Fprintf(w, "workspace %s at %s\n", r.WorkspaceID, r.SandboxPath)
+		printChanges(w, r.Changes)
+		printConflicts(w, r.Conflicts)
+	case *store.SyncResult:
+		switch {
+		case r.OK:
+			fmt.Fprintf(w, "synced %d of %d changes (%d files cloned, %d copied)\n", len(r.Applied), len(r.Changes), r.ClonedFiles, r.CopiedFiles)
+			printChanges(w, r.Changes)
+		case r.Error != "":
+			fmt.Fprintf(w, "sync stopped part-way: %s\n", r.Error)
+			fmt.Fprintf(w, "applied (%d):\n", len(r.Applied))
+			for _, p := range r.Applied {
+				fmt.Fprintf(w, "  %s\n", p)
+			}
+			fmt.Fprintln(w, r.Recovery)
+		default:
+			fmt.Fprintln(w, "sync refused: conflicts; nothing was applied")
+			printChanges(w, r.Changes)
+			printConflicts(w, r.Conflicts)
+		}
+	case *store.DiscardResult:
+		fmt.Fprintf(w, "discarded %s\n", r.WorkspaceID)
+	default: // a result type this command does not know yet: JSON is always right
+		return writeJSON(e.stdout, res)
+	}
+	return w.err
+}
+
+func printChanges(w io.Writer, changes []store.Change) {
+	if len(changes) == 0 {
+		fmt.Fprintln(w, "no changes")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tPATH")
+	for _, c := range changes {
+		fmt.Fprintf(tw, "%s\t%s\n", c.Action, c.Path)
+	}
+	tw.Flush()
+}
+
+func printConflicts(w io.Writer, conflicts []store.Conflict) {
+	if len(conflicts) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nCONFLICT\tWORKSPACE\tHOST\tREASON\n")
+	for _, c := range conflicts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Path, orDash(string(c.Workspace)), orDash(string(c.Host)), c.Reason)
+	}
+	tw.Flush()
+}
+
+func printList(w io.Writer, sums []store.Summary, now time.Time) error {
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSOURCE\tSANDBOX\tAGE\tUNSYNCED")
+	for _, s := range sums {
+		unsynced := "no"
+		switch {
+		case s.Error != "":
+			unsynced = "unknown: " + s.Error
+		case s.Dirty:
+			unsynced = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Source, s.SandboxPath, age(now.Sub(s.Created)), unsynced)
+	}
+	tw.Flush()
+	return ew.err
+}
+
+// age is a short human duration: 45s, 12m, 5h, 3d.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// errWriter keeps the first write error, so a run of Fprintf calls is checked once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = fmt.Errorf("writing the result: %w", err)
+	}
+	return n, err
+}
