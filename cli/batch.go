@@ -324,8 +324,8 @@ func (r *batchRun) dispatchTool(tool string, args json.RawMessage) (any, bool, e
 		})
 	case "copy_then_sync":
 		var in supervisor.WorkspaceInput
-		if err := decodeStrict(args, &in); err != nil {
-			return nil, false, fmt.Errorf("%s arguments: %w", tool, err)
+		if err := supervisor.DecodeArgs(args, &in); err != nil {
+			return nil, false, fmt.Errorf("%s: %w", tool, err)
 		}
 		return r.s.Workspace(r.ctx, &in)
 	case "":
@@ -338,8 +338,8 @@ func (r *batchRun) dispatchTool(tool string, args json.RawMessage) (any, bool, e
 // result counts as passed.
 func callTool[I, O any](ctx context.Context, tool string, args json.RawMessage, call func(context.Context, *I) (O, error), passed func(O) bool) (any, bool, error) {
 	var in I
-	if err := decodeStrict(args, &in); err != nil {
-		return nil, false, fmt.Errorf("%s arguments: %w", tool, err)
+	if err := supervisor.DecodeArgs(args, &in); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", tool, err)
 	}
 	out, err := call(ctx, &in)
 	if err != nil {

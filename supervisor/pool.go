@@ -200,8 +200,10 @@ func (p *pool) warmOne() {
 	closed := p.closed
 	p.mu.Unlock()
 	if err != nil {
-		p.log.Warn("JS worker failed to start", "err", err)
-		time.Sleep(200 * time.Millisecond) // do not spin on a broken host
+		if !closed {
+			p.log.Warn("JS worker failed to start", "err", err)
+			time.Sleep(200 * time.Millisecond) // do not spin on a broken host
+		}
 		return
 	}
 	if closed {

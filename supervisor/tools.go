@@ -36,7 +36,7 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, handle func(context.Cont
 	t.InputSchema, t.OutputSchema = in, out
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := new(In)
-		if err := decodeArgs(req.Params.Arguments, args); err != nil {
+		if err := DecodeArgs(req.Params.Arguments, args); err != nil {
 			return errorResult(err), nil
 		}
 		res, isErr, err := handle(ctx, args)
@@ -59,8 +59,9 @@ func errorResult(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 }
 
-// decodeArgs decodes a call's arguments strictly into v.
-func decodeArgs(raw json.RawMessage, v any) error {
+// DecodeArgs decodes a tool call's arguments strictly into v, with the errors the MCP
+// tools give: the command line and batch runs use it so both say the same.
+func DecodeArgs(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
 	}
