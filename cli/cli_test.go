@@ -169,7 +169,7 @@ func TestBatchOrder(t *testing.T) {
 				t.Errorf("line %d: %s", i+1, lines[n])
 			}
 		case 3:
-			if res.ID == nil || *res.ID != i || !strings.Contains(res.Error, "execute_js arguments") {
+			if res.ID == nil || *res.ID != i || !strings.Contains(res.Error, "execute_js: invalid arguments: code") {
 				t.Errorf("line %d: %s", i+1, lines[n])
 			}
 		}
