@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,7 +30,7 @@ type StdioTransport struct {
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{})}
+	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
 	return c, nil
 }
@@ -45,7 +46,16 @@ type lineConn struct {
 	incoming  chan readResult
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	pendingMu sync.Mutex
+	pending   map[any]bool  // ids of requests read and not yet answered
+	answered  chan struct{} // signalled when a response is written
 }
+
+// eofGrace is how long requests still running when stdin closes may take to answer
+// (a last line without a newline still gets its reply) before the session ends and
+// their calls are cancelled.
+const eofGrace = 2 * time.Second
 
 func (c *lineConn) readLoop(r *bufio.Reader) {
 	for {
@@ -61,6 +71,11 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			if derr != nil {
 				c.writeError(line, tooLong, derr)
 			} else {
+				if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+					c.pendingMu.Lock()
+					c.pending[req.ID.Raw()] = true
+					c.pendingMu.Unlock()
+				}
 				select {
 				case c.incoming <- readResult{msg: msg}:
 				case <-c.closed:
@@ -69,10 +84,31 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			}
 		}
 		if err != nil {
+			c.drain()
 			select {
 			case c.incoming <- readResult{err: err}:
 			case <-c.closed:
 			}
+			return
+		}
+	}
+}
+
+// drain waits, at most eofGrace, until every request read so far has been answered.
+func (c *lineConn) drain() {
+	deadline := time.After(eofGrace)
+	for {
+		c.pendingMu.Lock()
+		n := len(c.pending)
+		c.pendingMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-deadline:
+			return
+		case <-c.closed:
 			return
 		}
 	}
@@ -149,7 +185,17 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeLine(b)
+	err = c.writeLine(b)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.pendingMu.Lock()
+		delete(c.pending, resp.ID.Raw())
+		c.pendingMu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // Close implements mcp.Connection.

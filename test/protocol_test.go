@@ -167,6 +167,17 @@ func TestProtocolAbuse(t *testing.T) {
 	r.ping(10)
 }
 
+// TestProtocolLastLineWithoutNewline: a request cut short by EOF, with no newline, is
+// still answered before the server exits.
+func TestProtocolLastLineWithoutNewline(t *testing.T) {
+	r := startRaw(t)
+	io.WriteString(r.in, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
+	r.in.Close()
+	if m := r.reply(7); !strings.Contains(fmt.Sprint(m["result"]), "42") {
+		t.Errorf("last line: %v", m)
+	}
+}
+
 func TestProtocolHugeLine(t *testing.T) {
 	r := startRaw(t)
 	// 100 MB in one line: refused or answered, never a crash or a hang.
