@@ -70,7 +70,7 @@ func (e *env) doctor(args []string) int {
 	r.add("os", statusOK, osDetail(), "")
 	platformChecks(r)
 	r.rssCheck()
-	s, err := e.server(1)
+	s, err := e.server(-1) // its one execute_js starts its own worker
 	if err != nil {
 		r.add("autobox", statusMissing, err.Error(), "no call can run")
 	} else {

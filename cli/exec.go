@@ -56,7 +56,7 @@ func (e *env) exec(args []string) int {
 	if err != nil {
 		return e.usage("exec", "%v", err)
 	}
-	s, err := e.server(1)
+	s, err := e.server(-1) // no JS worker to warm
 	if err != nil {
 		return e.fail("exec", err)
 	}

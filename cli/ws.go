@@ -105,7 +105,7 @@ func (e *env) ws(args []string) int {
 		in.WorkspaceID = pos[0]
 	}
 
-	s, err := e.server(1)
+	s, err := e.server(-1) // no JS worker to warm
 	if err != nil {
 		return e.fail("ws "+action, err)
 	}

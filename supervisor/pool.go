@@ -82,8 +82,8 @@ type spawnResult struct {
 }
 
 func newPool(argv []string, prepare func() error, size int, log *slog.Logger) (*pool, error) {
-	if size < 1 {
-		size = 1
+	if size < 0 {
+		size = 0
 	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -91,7 +91,7 @@ func newPool(argv []string, prepare func() error, size int, log *slog.Logger) (*
 	}
 	p := &pool{
 		argv: argv, prepare: prepare, devnull: devnull, size: size, log: log,
-		ready:   make(chan *jsWorker, size),
+		ready:   make(chan *jsWorker, max(size, 1)),
 		spawnRq: make(chan chan spawnResult),
 		stop:    make(chan struct{}),
 		live:    map[*jsWorker]bool{},

@@ -25,7 +25,8 @@ var Version = "dev"
 
 // Options configures a Server. The zero value is usable.
 type Options struct {
-	// PoolSize is the number of warm JS workers kept ready; 0 means 2.
+	// PoolSize is the number of warm JS workers kept ready; 0 means 2, negative means
+	// none (each execute_js call starts its own worker: for one-shot command lines).
 	PoolSize int
 	// Exe is the autobox binary used for workers and sandboxed commands; "" means
 	// os.Executable().
@@ -81,8 +82,11 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
 	size := opts.PoolSize
-	if size <= 0 {
+	switch {
+	case size == 0:
 		size = 2
+	case size < 0:
+		size = 0
 	}
 	argv, prepare, err := workerLaunch(exe, s.log)
 	if err != nil {
