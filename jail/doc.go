@@ -50,13 +50,16 @@
 //
 //   - Metadata: Landlock has no right for chmod, chown, utimes or extended
 //     attributes, nor for stat, readlink, path lookup or access(2): a command
-//     can see which files exist anywhere and, with the file's owner or root
-//     rights, change their mode and owner. Run autobox as an unprivileged user.
-//   - Capabilities and uid are not dropped: a command started by root is root
-//     (still inside Landlock and seccomp).
+//     can see which files exist anywhere. When the launcher holds
+//     CAP_SYS_ADMIN (the server runs as root) it gives the command a private
+//     mount namespace where everything but the ReadWrite paths is read-only,
+//     so those changes fail with EROFS (mountns_linux.go); otherwise a command
+//     can change the mode of files its user owns.
+//   - The uid is kept; every capability is dropped (bounding set emptied,
+//     securebits locked) before the restriction (caps_linux.go).
 //   - Pathname unix sockets: connecting to an existing socket file (a Docker
-//     or D-Bus socket) is not a Landlock right in ABI <= 7, and AF_UNIX is
-//     allowed; file permissions are the only guard.
+//     or D-Bus socket) is not a Landlock right in ABI <= 7; seccomp therefore
+//     refuses socket(AF_UNIX) unless the network is allowed (socketpair stays).
 //   - Below Landlock ABI 6 signals and abstract unix sockets are not scoped;
 //     below ABI 4 TCP relies on the seccomp family check alone.
 //   - AllowExec=false denies execve of files; it does not stop a running

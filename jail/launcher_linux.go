@@ -191,6 +191,10 @@ func runCommand(cmdc <-chan command, startc chan<- started, exitc chan<- exited,
 	c := <-cmdc
 	spec := c.spec
 	if !spec.Unsafe {
+		if err := readOnlyMounts(&spec.Sandbox); err != nil {
+			startc <- started{err: fmt.Errorf("%w: %w", ErrSandbox, err), sandbox: true}
+			return
+		}
 		if err := RestrictThread(&spec.Sandbox); err != nil {
 			startc <- started{err: err, sandbox: true}
 			return

@@ -1,0 +1,66 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// readOnlyMounts gives the calling thread a private mount namespace in which the whole
+// filesystem is read-only except the ReadWrite paths of p, bound writable again on
+// top. Landlock confines opens, creation and removal, but has no access right for
+// chmod, chown, utimes or xattrs, and does not confine path walks: without this, a
+// command could change the modes of any file its user owns. A read-only mount refuses
+// all of them with EROFS. It matters most when the server runs as root, whose sandbox
+// would otherwise own every system file.
+//
+// It needs CAP_SYS_ADMIN, so it is done only when the thread has it (the server runs
+// as root) and before capabilities are dropped; otherwise it does nothing (see
+// SECURITY.md). Only the calling thread, and what it forks, sees the new namespace;
+// nothing propagates back to the host's mounts.
+func readOnlyMounts(p *policy.Sandbox) error {
+	if !hasCapSysAdmin() {
+		return nil
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(-1, "/", unix.AT_RECURSIVE, ro); err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			return nil // before Linux 5.12: the namespace stays as it was
+		}
+		return fmt.Errorf("making every mount read-only: %w", err)
+	}
+	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	for _, path := range p.ReadWrite {
+		// A bind mount copies the flags of the mount it comes from: bind, then
+		// clear read-only on the new mount (and any below it).
+		if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("binding %s: %w", path, err)
+		}
+		if err := unix.MountSetattr(-1, path, unix.AT_RECURSIVE, rw); err != nil {
+			return fmt.Errorf("making %s writable: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// hasCapSysAdmin reports whether the calling thread holds CAP_SYS_ADMIN.
+func hasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
+}
