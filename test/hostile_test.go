@@ -224,3 +224,35 @@ func TestNoDescriptorLeak(t *testing.T) {
 		t.Errorf("server fds grew from %d to %d over 15 rounds of calls", base, n)
 	}
 }
+
+// TestMagicLinksAndOddNames: /proc magic links cannot carry a call out of its mounts,
+// and paths with spaces, newlines and unicode work like any other.
+func TestMagicLinksAndOddNames(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	dir := t.TempDir()
+	odd := "a dir\nwith ünïcode ✓"
+	writeFile(t, filepath.Join(dir, odd, "f i\nle.txt"), "odd")
+	mustSymlink(t, "/proc/self/root/etc/hostname", filepath.Join(dir, "magic"))
+	mustSymlink(t, "/proc/self/cwd", filepath.Join(dir, "cwd"))
+	mounts := []map[string]any{toolsMount(), {"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}
+
+	// JS bridge: links into /proc lead out of the mount and are refused.
+	s.wantJSError(map[string]any{"code": "host.readFile('/mnt/d/magic')", "mounts": mounts}, "escapes its mount")
+	s.wantJSError(map[string]any{"code": "host.listDir('/mnt/d/cwd')", "mounts": mounts}, "escapes its mount")
+	o := s.mustJS(map[string]any{"code": "const p = '/mnt/d/a dir\\nwith ünïcode ✓/'; host.writeFile(p + 'new ✓', 'x'); [host.readFile(p + 'f i\\nle.txt'), host.listDir(p)]", "mounts": mounts})
+	if string(o.Result) != `["odd",["f i\nle.txt","new ✓"]]` {
+		t.Errorf("odd names through the bridge: %s", o.Result)
+	}
+
+	// Commands: magic links resolve to what they name, and Landlock judges that.
+	dm := mounts[1:] // probe() adds the tools mount itself
+	wantDenied(t, "/proc/self/root/etc/hostname", s.probe(dm, nil, "read", "/proc/self/root/etc/hostname"))
+	wantDenied(t, "link to /proc/self/root", s.probe(dm, nil, "read", "/mnt/d/magic"))
+	wantDenied(t, "/proc/1/root", s.probe(dm, nil, "read", "/proc/1/root/etc/hostname"))
+	wantAllowed(t, "/proc/self/root into a mount", s.probe(dm, nil, "read", "/proc/self/root"+dir+"/"+odd+"/f i\nle.txt"))
+	ex, _ := s.exec(map[string]any{"command": []string{"cat", "/mnt/d/" + odd + "/f i\nle.txt"}, "mounts": mounts})
+	if ex.Stdout != "odd" {
+		t.Errorf("odd names in argv: %+v", ex)
+	}
+}
