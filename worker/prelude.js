@@ -232,7 +232,7 @@
       return s === undefined ? "null" : s;
     },
     errorString,
-    logs() { return logs; },
+    logs() { return stringify(logs); },
   });
   return internals;
 })

@@ -149,8 +149,10 @@ func (w *warm) run(r *proto.Run) *proto.Result {
 }
 
 func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
-	if _, err := w.internals.MethodCall("setup", boolValue(w.iso, r.AllowNetwork)); err != nil {
-		return &proto.Result{Error: "Error: setup: " + err.Error()}
+	if r.AllowNetwork {
+		if _, err := w.internals.MethodCall("setup", boolValue(w.iso, true)); err != nil {
+			return &proto.Result{Error: "Error: setup: " + err.Error()}
+		}
 	}
 	val, err := w.start(r.Code)
 	if err != nil {
@@ -256,15 +258,11 @@ func (w *warm) errorString(v *v8.Value) string {
 
 func (w *warm) logs() []string {
 	lv, err := w.internals.MethodCall("logs")
-	if err != nil {
-		return []string{}
-	}
-	js, err := v8.JSONStringify(w.ctx, lv)
-	if err != nil {
+	if err != nil || lv.String() == "[]" {
 		return []string{}
 	}
 	var logs []string
-	if json.Unmarshal([]byte(js), &logs) != nil || logs == nil {
+	if json.Unmarshal([]byte(lv.String()), &logs) != nil || logs == nil {
 		return []string{}
 	}
 	return logs
