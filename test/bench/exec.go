@@ -43,7 +43,7 @@ func benchExec(ctx context.Context, _ string, cs *mcp.ClientSession, n int, rep 
 		if string(out) != "hi\n" {
 			check(fmt.Errorf("bare echo: %q", out))
 		}
-		time.Sleep(20 * time.Millisecond) // agent speed: let the launcher pool refill
+		time.Sleep(100 * time.Millisecond) // agent speed: the launcher pool has refilled
 	}
 	s := stats("exec_command echo hi through MCP", wall, "sandboxed")
 	b := stats("bare fork/exec of echo hi", bare, "baseline")
