@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,10 @@ func (e *busyError) Error() string {
 
 func (e *busyError) Unwrap() error { return ErrBusy }
 
+// busyAfter is how long the cross-process lock must stay refused before Lock reports
+// ErrBusy.
+const busyAfter = 100 * time.Millisecond
+
 // begin starts every workspace operation: it takes the lock and clears what crashed
 // operations left behind.
 func (s *Store) begin(ctx context.Context) (unlock func(), err error) {
@@ -30,7 +35,7 @@ func (s *Store) begin(ctx context.Context) (unlock func(), err error) {
 
 // Lock takes the operation lock: it waits (until ctx ends) for other operations of this
 // process, then takes flock(LOCK_EX|LOCK_NB) on <StateDir>/operation.lock and returns
-// ErrBusy at once if another process holds it. Executions that mount a workspace hold
+// ErrBusy if another process holds it (after busyAfter, not at once: see below). Executions that mount a workspace hold
 // the lock for their duration, so the working tree cannot be synced under them.
 //
 // The kernel drops the flock when its descriptor closes, including when the process
@@ -47,11 +52,19 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 		release()
 		return nil, fmt.Errorf("workspace lock: opening %s: %w", s.lockPath, err)
 	}
-	for {
+	// A child this process is forking holds a copy of a descriptor until its exec
+	// closes it (close-on-exec), and with it, for a moment, the flock of an operation
+	// that has already ended here. So a refusal is believed only after it has lasted
+	// busyAfter; another process's operation lasts far longer.
+	for deadline := time.Now().Add(busyAfter); ; {
 		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			break
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
 	if err != nil {
 		unix.Close(fd)

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,14 +136,11 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		return nil, err
 	}
 	defer unlock()
-	scratch, err := os.MkdirTemp("", "autobox-scratch-")
+	scratch, err := s.scratch.take()
 	if err != nil {
-		return nil, fmt.Errorf("creating the scratch dir: %w", err)
+		return nil, err
 	}
-	defer removeScratch(scratch)
-	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
-		return nil, fmt.Errorf("creating the scratch dir: %w", err)
-	}
+	defer s.scratch.release(scratch) // the tree is gone by then: nothing writes there any more
 	cwd := c.cwd
 	if cwd == "" {
 		cwd = scratch
@@ -315,23 +311,6 @@ func commandEnv(scratch string) []string {
 		env = append(env, "SSL_CERT_DIR=/etc/ssl/certs")
 	}
 	return env
-}
-
-// removeScratch deletes a scratch dir whatever the child left in it: directories it
-// made unreadable or unwritable are opened up first; links are never followed.
-func removeScratch(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		} else if err != nil {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
 }
 
 // cappedPipe collects a child's output up to max bytes and drains (and drops) the

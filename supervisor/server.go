@@ -47,12 +47,13 @@ type Options struct {
 
 // Server holds everything a session needs. Methods are safe for concurrent use.
 type Server struct {
-	opts   Options
-	exe    string
-	log    *slog.Logger
-	pool   *pool
-	runner runner
-	store  *store.Store
+	opts    Options
+	exe     string
+	log     *slog.Logger
+	pool    *pool
+	runner  runner
+	store   *store.Store
+	scratch *scratchDirs
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -99,6 +100,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)
+	s.scratch = newScratchDirs()
 	if opts.Unsafe {
 		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")
 	}
@@ -123,6 +125,7 @@ func (s *Server) Close() {
 	case <-time.After(5 * time.Second):
 		s.log.Warn("calls still running 5s after shutdown began")
 	}
+	s.scratch.close()
 }
 
 // track registers a running tree so Close can end it; the returned func forgets it.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autobox-dev/autobox/jail"
 )
@@ -140,6 +141,12 @@ func TestExecEnvironment(t *testing.T) {
 	scratch := strings.TrimSpace(o.Stdout)
 	if scratch == "" {
 		t.Fatalf("no scratch path: %+v", o)
+	}
+	// It is removed just after the call answers.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Lstat(scratch); os.IsNotExist(err) {
+			break
+		}
 	}
 	if _, err := os.Lstat(scratch); !os.IsNotExist(err) {
 		t.Errorf("scratch dir %s still exists after the call (%v)", scratch, err)

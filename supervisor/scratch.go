@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
+// Making and removing a directory costs a journal write on most disks, so the next
+// one is made while a call runs, and used ones are removed after the call has
+// answered; Close waits for both.
+type scratchDirs struct {
+	ready chan string
+	wg    sync.WaitGroup
+}
+
+const scratchAhead = 2
+
+// newScratchDirs makes nothing yet: the first take does, so a server that never runs
+// a command leaves no directory behind.
+func newScratchDirs() *scratchDirs {
+	return &scratchDirs{ready: make(chan string, scratchAhead)}
+}
+
+func (d *scratchDirs) refill() {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		dir, err := makeScratch()
+		if err != nil {
+			return // take makes its own and reports the error
+		}
+		select {
+		case d.ready <- dir:
+		default:
+			removeScratch(dir)
+		}
+	}()
+}
+
+// take returns a fresh scratch dir (absolute, canonical, mode 0700).
+func (d *scratchDirs) take() (string, error) {
+	defer d.refill()
+	select {
+	case dir := <-d.ready:
+		return dir, nil
+	default:
+	}
+	return makeScratch()
+}
+
+// release removes a used scratch dir in the background.
+func (d *scratchDirs) release(dir string) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		removeScratch(dir)
+	}()
+}
+
+// close removes the dirs made ahead and waits for pending removals.
+func (d *scratchDirs) close() {
+	for {
+		select {
+		case dir := <-d.ready:
+			removeScratch(dir)
+			continue
+		default:
+		}
+		break
+	}
+	d.wg.Wait()
+	for {
+		select {
+		case dir := <-d.ready: // a refill that finished during the wait
+			removeScratch(dir)
+			continue
+		default:
+		}
+		return
+	}
+}
+
+func makeScratch() (string, error) {
+	dir, err := os.MkdirTemp("", "autobox-scratch-")
+	if err != nil {
+		return "", fmt.Errorf("creating the scratch dir: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		os.Remove(dir)
+		return "", fmt.Errorf("creating the scratch dir: %w", err)
+	}
+	return real, nil
+}
+
+// removeScratch deletes a scratch dir whatever the child left in it: directories it
+// made unreadable or unwritable are opened up first; links are never followed.
+func removeScratch(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		} else if err != nil {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
