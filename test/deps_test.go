@@ -1,0 +1,53 @@
+package test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportDirection keeps the package graph one-way: only worker imports v8go;
+// nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
+// imports nothing of ours; enforcement and storage never import the server.
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const mod = "github.com/autobox-dev/autobox/"
+	allowedImporters := map[string][]string{
+		"rogchap.com/v8go":  {mod + "worker"},
+		mod + "supervisor":  {mod + "cmd/autobox", mod + "cli", mod + "test/bench"},
+		mod + "cli":         {mod + "cmd/autobox"},
+		mod + "worker":      {mod + "cmd/autobox", mod + "test/bench"},
+		mod + "test/probe":  {},
+		mod + "cmd/autobox": {},
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, imports := f[0], f[1:]
+		for _, imp := range imports {
+			allowed, restricted := allowedImporters[imp]
+			if restricted && !contains(allowed, pkg) {
+				t.Errorf("%s imports %s; only %v may", pkg, imp, allowed)
+			}
+			if pkg == mod+"policy" && strings.HasPrefix(imp, mod) {
+				t.Errorf("policy imports %s; it must import nothing of ours", imp)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("go list listed no imports")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
