@@ -3,21 +3,22 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// createAt creates a new private file dirfd/name; it fails if anything is already there,
-// so a planted symlink or hard link is never written through.
-func createAt(dirfd int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+// createAt creates a new file dirfd/name with permission bits perm (less the umask);
+// it fails if anything is already there, so a planted symlink or hard link is never
+// written through. Callers create files only inside private (0700) directories, so the
+// final bits can be set at once.
+func createAt(dirfd int, name string, perm uint32) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
-		return nil, &os.PathError{Op: "create", Path: name, Err: err}
+		return -1, &os.PathError{Op: "create", Path: name, Err: err}
 	}
-	return os.NewFile(uintptr(fd), name), nil
+	return fd, nil
 }
 
 // cloneUnsupported reports clone failures that mean "these two files cannot share
@@ -54,53 +55,98 @@ func (m *cloneMemo) mark(dev uint64) {
 	m.no[dev] = true
 }
 
-// placeFile creates dirfd/name holding src's content: a clone when the filesystems
-// allow it, otherwise an ordinary copy if allowCopy. The caller finishes the file.
-func placeFile(src *os.File, dirfd int, name string, allowCopy bool, memo *cloneMemo) (f *os.File, cloned bool, err error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
-		return nil, false, &os.PathError{Op: "fstat", Path: src.Name(), Err: err}
-	}
+// placed is a file placeFile created, open until finish.
+type placed struct {
+	fd      int
+	dirfd   int
+	name    string
+	cloned  bool
+	hasPerm bool // created with its final permission bits
+}
+
+// placeFile creates dirfd/name holding the content of src (a regular file open for
+// reading, whose stat is st): a clone when the filesystems allow it, otherwise an
+// ordinary copy if allowCopy. The caller finishes the file.
+func placeFile(src int, st *unix.Stat_t, dirfd int, name string, perm uint32, allowCopy bool, memo *cloneMemo) (placed, error) {
 	dev := uint64(st.Dev)
 	if !allowCopy || !memo.cannot(dev) {
-		f, err = cloneAt(src, dirfd, name)
+		fd, hasPerm, err := cloneAt(src, dirfd, name, perm)
 		if err == nil {
-			return f, true, nil
+			return placed{fd: fd, dirfd: dirfd, name: name, cloned: true, hasPerm: hasPerm}, nil
 		}
 		if !allowCopy || !cloneUnsupported(err) {
-			return nil, false, err
+			return placed{}, err
 		}
 		memo.mark(dev)
 	}
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		return nil, false, fmt.Errorf("rewinding %s: %w", src.Name(), err)
+	fd, err := createAt(dirfd, name, perm)
+	if err != nil {
+		return placed{}, err
 	}
-	if f, err = createAt(dirfd, name); err != nil {
-		return nil, false, err
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		f.Close()
+	if err := copyContent(fd, src); err != nil {
+		unix.Close(fd)
 		unix.Unlinkat(dirfd, name, 0)
-		return nil, false, fmt.Errorf("copying %s: %w", src.Name(), err)
+		return placed{}, fmt.Errorf("copying into %s: %w", name, err)
 	}
-	return f, false, nil
+	return placed{fd: fd, dirfd: dirfd, name: name, hasPerm: umaskKeeps(perm)}, nil
 }
 
-// finishFile gives a placed file its final permission bits and mtime, makes it durable
-// if asked (anything about to be renamed into a host tree), and closes it.
-func finishFile(f *os.File, dirfd int, name string, perm uint32, mtime int64, durable bool) error {
-	err := unix.Fchmod(int(f.Fd()), perm)
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// copyContent copies src from its start to dst with pread/write. src may have been
+// opened O_NONBLOCK, which regular files ignore.
+func copyContent(dst, src int) error {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var off int64
+	for {
+		n, err := unix.Pread(src, buf, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		for w := buf[:n]; len(w) > 0; {
+			m, err := unix.Write(dst, w)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w = w[m:]
+		}
+		off += int64(n)
+	}
+}
+
+// finish gives a placed file its final permission bits (if creation could not) and
+// mtime, makes it durable if asked (anything about to be renamed into a host tree),
+// stats it into st if st is not nil, and closes it.
+func (p placed) finish(perm uint32, mtime int64, durable bool, st *unix.Stat_t) error {
+	var err error
+	if !p.hasPerm {
+		err = unix.Fchmod(p.fd, perm)
+	}
 	if err == nil {
-		err = setTimes(dirfd, name, mtime)
+		err = setTimes(p.dirfd, p.name, mtime)
 	}
 	if err == nil && durable {
-		err = f.Sync()
+		err = unix.Fsync(p.fd)
 	}
-	if cerr := f.Close(); err == nil {
+	if err == nil && st != nil {
+		err = unix.Fstat(p.fd, st)
+	}
+	if cerr := unix.Close(p.fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("finishing %s: %w", name, err)
+		return fmt.Errorf("finishing %s: %w", p.name, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,7 +174,8 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// build makes <storage>/<id>/{baseline,work} from the source.
+// build makes <storage>/<id>/{baseline,work} from the source, and the baseline's
+// manifest from what it copied.
 func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateResult, error) {
 	storage, err := openRoot(rec.Storage)
 	if err != nil {
@@ -183,7 +185,7 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	if err := unix.Mkdirat(storage.fd, rec.ID, 0o700); err != nil {
 		return nil, fmt.Errorf("create: %w", storage.errorf("mkdir", rec.ID, err))
 	}
-	dirs := [3]int{-1, -1, -1}
+	dirs := [4]int{-1, -1, -1, -1} // source, baseline, work, <storage>/<id>
 	defer func() {
 		for _, fd := range dirs {
 			if fd >= 0 {
@@ -193,6 +195,9 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	}()
 	if dirs[0], err = unix.Open(rec.Source, openDirFlags, 0); err != nil {
 		return nil, fmt.Errorf("create: opening hostPath: %w", &os.PathError{Op: "open", Path: rec.Source, Err: err})
+	}
+	if dirs[3], err = storage.openDir(rec.ID); err != nil {
+		return nil, fmt.Errorf("create: %w", err)
 	}
 	for i, name := range []string{rec.ID + "/baseline", rec.ID + "/work"} {
 		if err := unix.Mkdirat(storage.fd, name, 0o700); err != nil {
@@ -205,10 +210,14 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &copier{ctx: ctx, cancel: cancel, ex: ex, allowCopy: rec.CopyMode == CopyModeAuto,
-		slots: make(chan struct{}, runtime.GOMAXPROCS(0)-1)}
+		slots: make(chan struct{}, createWorkers-1), base: tree{}}
 	c.fail(c.copyDir(dirs[0], dirs[1], dirs[2], ""))
 	if c.err != nil {
 		return nil, c.err
+	}
+	// Without a manifest every status would scan the baseline until one is written.
+	if err := writeManifest(&root{fd: dirs[3], path: rec.dir()}, &root{fd: dirs[1], path: rec.baseline()}, c.base); err != nil {
+		return nil, fmt.Errorf("create: %w", err)
 	}
 	if err := syncFS(dirs[1]); err != nil {
 		return nil, fmt.Errorf("create: flushing storage: %w", err)
@@ -219,9 +228,14 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	}, nil
 }
 
-// copier copies a source tree into the baseline and the working tree at once. Cloning
-// is bound by per-file kernel work, so subdirectories are copied by up to GOMAXPROCS
-// goroutines; a directory is finished (mode, mtime, change check) after its children.
+// createWorkers is how many goroutines copy at once. Cloning is kernel work that also
+// waits (filesystem locks, the log), so a few more than the cores keep them busy.
+var createWorkers = 2 * runtime.GOMAXPROCS(0)
+
+// copier copies a source tree into the baseline and the working tree at once,
+// subdirectories by up to createWorkers goroutines; a directory is finished (mode,
+// mtime, change check) after its children. It records the baseline's entries for the
+// manifest.
 type copier struct {
 	ctx            context.Context
 	cancel         context.CancelFunc // stops the other goroutines after an error
@@ -231,8 +245,9 @@ type copier struct {
 	cloned, copied atomic.Int64
 	memo           [2]cloneMemo // baseline, work
 
-	mu  sync.Mutex
-	err error // the first failure; what build reports
+	mu   sync.Mutex
+	err  error // the first failure; what build reports
+	base tree  // the baseline as a scan would record it
 }
 
 // fail records the first error and stops the other goroutines. Errors after it are
@@ -249,6 +264,12 @@ func (c *copier) fail(err error) {
 	}
 }
 
+func (c *copier) record(dir string, l []named) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.base[dir] = l
+}
+
 func sourceChanged(rel string) error {
 	if rel == "" {
 		rel = "."
@@ -263,6 +284,9 @@ func sameVersion(a, b *unix.Stat_t) bool {
 	return a.Ino == b.Ino && a.Dev == b.Dev && a.Size == b.Size && a.Mtim == b.Mtim && a.Ctim == b.Ctim && a.Mode == b.Mode
 }
 
+// copyDir copies the entries of source directory src (at rel). Entries are dispatched
+// on the type readdir reports and each is checked when opened; a name replaced after
+// readdir changes src's times, which the check at the end catches.
 func (c *copier) copyDir(src, base, work int, rel string) error {
 	if err := c.ctx.Err(); err != nil {
 		return fmt.Errorf("create: %w", err)
@@ -271,40 +295,53 @@ func (c *copier) copyDir(src, base, work int, rel string) error {
 	if err := unix.Fstat(src, &before); err != nil {
 		return fmt.Errorf("create: stat %q: %w", rel, err)
 	}
-	names, err := readNames(src)
+	ents, err := readDirents(src)
 	if err != nil {
 		return fmt.Errorf("create: reading %q: %w", rel, err)
 	}
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	var wg sync.WaitGroup
-	for _, n := range names {
-		p := path.Join(rel, n)
-		if skip(p, c.ex) {
+	// Capacity for every entry, so the slot a subdirectory's goroutine fills never moves.
+	found := make([]named, 0, len(ents))
+	for _, d := range ents {
+		n, p := d.name, joinRel(rel, d.name)
+		if skipName(rel, n, c.ex) {
 			continue
 		}
 		if c.ctx.Err() != nil {
 			break
 		}
+		// Directories and links are checked as they are opened or read. A file is
+		// stat'ed first too, so a rewrite between that and its open is caught.
 		var st unix.Stat_t
-		err := unix.Fstatat(src, n, &st, unix.AT_SYMLINK_NOFOLLOW)
-		switch typ := uint32(st.Mode) & unix.S_IFMT; {
-		case errors.Is(err, unix.ENOENT):
-			err = sourceChanged(p)
-		case err != nil:
-			err = fmt.Errorf("create: lstat %q: %w", p, err)
-		case typ == unix.S_IFDIR:
+		typ := d.typ
+		if typ == 0 || typ == unix.S_IFREG {
+			if err := unix.Fstatat(src, n, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+				c.fail(sourceChanged(p))
+				break
+			} else if err != nil {
+				c.fail(fmt.Errorf("create: lstat %q: %w", p, err))
+				break
+			}
+			typ = uint32(st.Mode) & unix.S_IFMT
+		}
+		found = append(found, named{name: n})
+		slot := &found[len(found)-1].e
+		switch typ {
+		case unix.S_IFDIR:
 			select {
 			case c.slots <- struct{}{}:
 				wg.Go(func() {
 					defer func() { <-c.slots }()
-					c.fail(c.copySubdir(src, base, work, n, p, &st))
+					c.fail(c.copySubdir(src, base, work, n, p, slot))
 				})
 			default:
-				err = c.copySubdir(src, base, work, n, p, &st)
+				err = c.copySubdir(src, base, work, n, p, slot)
 			}
-		case typ == unix.S_IFREG:
-			err = c.copyFile(src, base, work, n, p, &st)
-		case typ == unix.S_IFLNK:
-			err = copyLink(src, base, work, n, p)
+		case unix.S_IFREG:
+			*slot, err = c.copyFile(src, base, work, n, p, &st)
+		case unix.S_IFLNK:
+			*slot, err = copyLink(src, base, work, n, p)
 		default:
 			err = invalidf("hostPath contains a %s at %q; only regular files, directories and symlinks are supported (exclude it or remove it)", typeName(typ), p)
 		}
@@ -320,35 +357,40 @@ func (c *copier) copyDir(src, base, work int, rel string) error {
 	if err := unix.Fstat(src, &after); err != nil || !sameVersion(&before, &after) {
 		return sourceChanged(rel)
 	}
+	c.record(rel, found)
 	return nil
 }
 
-func (c *copier) copySubdir(src, base, work int, n, p string, st *unix.Stat_t) error {
-	var fds []int
+// copySubdir copies source directory n (at p) and stores the baseline's entry for it
+// in e.
+func (c *copier) copySubdir(src, base, work int, n, p string, e *entry) error {
+	fds := [3]int{-1, -1, -1}
 	defer func() {
 		for _, fd := range fds {
-			unix.Close(fd)
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 	}()
-	for i, dir := range []int{src, base, work} {
-		if i > 0 {
-			// Writable until filled; the final mode may forbid adding entries.
-			if err := unix.Mkdirat(dir, n, 0o700); err != nil {
-				return fmt.Errorf("create: mkdir %q: %w", p, err)
-			}
+	var err error
+	if fds[0], err = unix.Openat(src, n, openDirFlags, 0); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return sourceChanged(p)
 		}
-		fd, err := unix.Openat(dir, n, openDirFlags, 0)
-		if err != nil {
-			if i == 0 {
-				return sourceChanged(p)
-			}
+		return fmt.Errorf("create: open %q: %w", p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fds[0], &st); err != nil {
+		return fmt.Errorf("create: stat %q: %w", p, err)
+	}
+	for i, dir := range []int{base, work} {
+		// Writable until filled; the final mode may forbid adding entries.
+		if err := unix.Mkdirat(dir, n, 0o700); err != nil {
+			return fmt.Errorf("create: mkdir %q: %w", p, err)
+		}
+		if fds[i+1], err = unix.Openat(dir, n, openDirFlags, 0); err != nil {
 			return fmt.Errorf("create: open %q: %w", p, err)
 		}
-		fds = append(fds, fd)
-	}
-	var opened unix.Stat_t
-	if err := unix.Fstat(fds[0], &opened); err != nil || opened.Ino != st.Ino || opened.Dev != st.Dev {
-		return sourceChanged(p)
 	}
 	if err := c.copyDir(fds[0], fds[1], fds[2], p); err != nil {
 		return err
@@ -362,62 +404,78 @@ func (c *copier) copySubdir(src, base, work int, n, p string, st *unix.Stat_t) e
 			return fmt.Errorf("create: %q: %w", p, err)
 		}
 	}
+	var done unix.Stat_t
+	if err := unix.Fstat(fds[1], &done); err != nil {
+		return fmt.Errorf("create: stat %q: %w", p, err)
+	}
+	*e = entryOf(&done)
 	return nil
 }
 
-func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) error {
+// copyFile clones (or copies) source file n into the baseline and the working tree and
+// returns the baseline's entry.
+func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (entry, error) {
 	if testHookCreateFile != nil {
 		testHookCreateFile(p)
 	}
-	f, err := openFileAt(src, n, p)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, ErrChanged) {
-			return sourceChanged(p)
-		}
-		return fmt.Errorf("create: %w", err)
+	// O_NONBLOCK: a FIFO swapped in after readdir must not block the open.
+	fd, err := unix.Openat(src, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+		return entry{}, sourceChanged(p)
+	} else if err != nil {
+		return entry{}, fmt.Errorf("create: open %q: %w", p, err)
 	}
-	defer f.Close()
-	var opened, done unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &opened); err != nil || !sameVersion(st, &opened) {
-		return sourceChanged(p)
+	defer unix.Close(fd)
+	var opened, done, placedSt unix.Stat_t
+	if err := unix.Fstat(fd, &opened); err != nil || !sameVersion(st, &opened) {
+		return entry{}, sourceChanged(p)
 	}
+	perm := uint32(opened.Mode) & 0o777
 	for i, dir := range []int{base, work} {
-		out, cloned, err := placeFile(f, dir, n, c.allowCopy, &c.memo[i])
+		pf, err := placeFile(fd, &opened, dir, n, perm, c.allowCopy, &c.memo[i])
 		if err != nil {
 			if !c.allowCopy && cloneUnsupported(err) {
-				return cloneError(p, err)
+				return entry{}, cloneError(p, err)
 			}
-			return fmt.Errorf("create: %q: %w", p, err)
+			return entry{}, fmt.Errorf("create: %q: %w", p, err)
 		}
+		var st *unix.Stat_t
 		if i == 0 { // counts describe source-to-baseline files, as the seed's do
-			if cloned {
+			st = &placedSt
+			if pf.cloned {
 				c.cloned.Add(1)
 			} else {
 				c.copied.Add(1)
 			}
 		}
-		if err := finishFile(out, dir, n, uint32(st.Mode)&0o777, st.Mtim.Nano(), false); err != nil {
-			return fmt.Errorf("create: %q: %w", p, err)
+		if err := pf.finish(perm, opened.Mtim.Nano(), false, st); err != nil {
+			return entry{}, fmt.Errorf("create: %q: %w", p, err)
 		}
 	}
-	if err := unix.Fstat(int(f.Fd()), &done); err != nil || !sameVersion(&opened, &done) {
-		return sourceChanged(p)
+	if err := unix.Fstat(fd, &done); err != nil || !sameVersion(&opened, &done) {
+		return entry{}, sourceChanged(p)
 	}
-	return nil
+	return entryOf(&placedSt), nil
 }
 
 // copyLink copies a symlink as a link; its target is never followed.
-func copyLink(src, base, work int, n, p string) error {
+func copyLink(src, base, work int, n, p string) (entry, error) {
 	target, err := readlinkAt(src, n)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
-		return sourceChanged(p)
+		return entry{}, sourceChanged(p)
 	} else if err != nil {
-		return fmt.Errorf("create: %q: %w", p, err)
+		return entry{}, fmt.Errorf("create: %q: %w", p, err)
 	}
 	for _, dir := range []int{base, work} {
 		if err := unix.Symlinkat(target, dir, n); err != nil {
-			return fmt.Errorf("create: symlink %q: %w", p, err)
+			return entry{}, fmt.Errorf("create: symlink %q: %w", p, err)
 		}
 	}
-	return nil
+	var st unix.Stat_t
+	if err := unix.Fstatat(base, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return entry{}, fmt.Errorf("create: lstat %q: %w", p, err)
+	}
+	e := entryOf(&st)
+	e.link = target
+	return e, nil
 }

@@ -73,8 +73,8 @@ func (r *root) parent(rel string) (int, string, error) {
 // lstat describes rel without following it; ok is false when nothing is there.
 func (r *root) lstat(rel string) (e entry, ok bool, err error) {
 	pfd, base, err := r.parent(rel)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return entry{}, false, nil
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		return entry{}, false, nil // an ancestor is missing, a file or a link: a scan would not list rel
 	}
 	if err != nil {
 		return entry{}, false, err
@@ -143,6 +143,12 @@ func openFileAt(dirfd int, name, display string) (*os.File, error) {
 		return nil, &os.PathError{Op: "fcntl", Path: display, Err: err}
 	}
 	return os.NewFile(uintptr(fd), display), nil
+}
+
+// dirent is a directory entry and its type (S_IFMT bits), 0 if unknown.
+type dirent struct {
+	name string
+	typ  uint32
 }
 
 // readNames lists a directory, sorted so every walk is deterministic.

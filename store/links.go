@@ -16,11 +16,10 @@ const maxLinkHops = 40
 // working tree's version where the workspace changed q, the host's elsewhere.
 func (pl *plan) proposed(q string) (entry, bool) {
 	if _, changed := pl.ws[q]; changed {
-		e, ok := pl.work[q]
+		e, ok := pl.work.get(q)
 		return e, ok
 	}
-	e, ok := pl.host[q]
-	return e, ok
+	return pl.hostAt(q)
 }
 
 // checkLink applies the seed's rules to a new or modified symlink at p and returns why

@@ -70,35 +70,41 @@ func (o *opened) Close() {
 
 // plan is the comparison of baseline, working tree and host that status reports and
 // sync applies.
+//
+// The host is not scanned: only the host paths that can matter are looked at (see
+// hostChanges), so status and sync cost one scan of the working tree plus the
+// baseline manifest, whatever the size of the source.
 type plan struct {
-	base, work, host tree
-	ex               excludes
-	ws, hs           map[string]Action // per-path changes: baseline→work, baseline→host
-	converged        []string          // changed identically on both sides
-	report           map[string]string // ws path → the listed change that covers it
-	changes          []Change
-	conflicts        []Conflict
+	o           *opened
+	base, work  tree
+	host        map[string]hostEntry // host paths looked up so far
+	hostErr     error                // the first failed host lookup
+	baseScanned bool                 // base came from a scan, not the manifest
+	ex          excludes
+	ws, hs      map[string]Action // per-path changes: baseline→work, baseline→host
+	converged   []string          // changed identically on both sides
+	report      map[string]string // ws path → the listed change that covers it
+	changes     []Change
+	conflicts   []Conflict
 }
 
 func makePlan(ctx context.Context, o *opened) (*plan, error) {
-	var trees [3]tree
-	var errs [3]error
+	pl := &plan{o: o, ex: o.ex, host: map[string]hostEntry{}}
+	var berr, werr error
 	var wg sync.WaitGroup
-	for i, r := range []*root{o.base, o.work, o.src} {
-		wg.Go(func() { trees[i], errs[i] = scan(ctx, r, o.ex) })
-	}
+	wg.Go(func() { pl.base, pl.baseScanned, berr = loadBaseline(ctx, o.dir, o.base, o.ex) })
+	pl.work, werr = scan(ctx, o.work, o.ex)
 	wg.Wait()
-	for _, err := range errs {
+	for _, err := range []error{berr, werr} {
 		if err != nil {
 			return nil, fmt.Errorf("scanning workspace %s: %w", o.rec.ID, err)
 		}
 	}
-	pl := &plan{base: trees[0], work: trees[1], host: trees[2], ex: o.ex}
 	var err error
 	if pl.ws, err = diff(pl.base, pl.work, o.base, o.work); err != nil {
 		return nil, fmt.Errorf("comparing working tree: %w", err)
 	}
-	if pl.hs, err = diff(pl.base, pl.host, o.base, o.src); err != nil {
+	if pl.hs, err = pl.hostChanges(ctx); err != nil {
 		return nil, fmt.Errorf("comparing host: %w", err)
 	}
 	// A path both sides changed to the same result is no change and no conflict; it
@@ -107,8 +113,8 @@ func makePlan(ctx context.Context, o *opened) (*plan, error) {
 		if _, ok := pl.hs[p]; !ok {
 			continue
 		}
-		w, wok := pl.work[p]
-		h, hok := pl.host[p]
+		w, wok := pl.work.get(p)
+		h, hok := pl.hostAt(p)
 		act, err := compare(w, h, wok, hok, o.work, o.src, p)
 		if err != nil {
 			return nil, fmt.Errorf("comparing %s: %w", p, err)
@@ -121,14 +127,24 @@ func makePlan(ctx context.Context, o *opened) (*plan, error) {
 	}
 	pl.collapse()
 	pl.findConflicts()
+	if pl.hostErr != nil {
+		return nil, fmt.Errorf("comparing host: %w", pl.hostErr)
+	}
+	if pl.baseScanned {
+		// Best effort: without a manifest the next operation scans the baseline again.
+		writeManifest(o.dir, o.base, pl.base)
+	}
 	return pl, nil
 }
 
 // removesDir reports whether the workspace removes the directory at p (deleted, or
 // replaced by a non-directory).
 func (pl *plan) removesDir(p string) bool {
-	act := pl.ws[p]
-	return pl.base[p].isDir() && (act == ActionDelete || act == ActionReplace)
+	if act := pl.ws[p]; act != ActionDelete && act != ActionReplace {
+		return false
+	}
+	b, _ := pl.base.get(p)
+	return b.isDir()
 }
 
 // collapse builds the reported change list: deletions beneath a removed directory are
@@ -194,7 +210,7 @@ func (pl *plan) findConflicts() {
 		}
 	}
 	for p, wa := range pl.ws {
-		w, ok := pl.work[p]
+		w, ok := pl.work.get(p)
 		switch {
 		case !ok:
 		case !supportedType(w.typ):
@@ -233,7 +249,8 @@ func (s *Store) beginPlanned(ctx context.Context, id string) (o *opened, pl *pla
 }
 
 // Status compares the baseline with the working tree (the changes sync would apply)
-// and with the host (to find conflicts). It changes nothing but leftover staging.
+// and with the host (to find conflicts). It changes nothing but leftover staging and
+// the baseline manifest, a private cache.
 func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
 	o, pl, done, err := s.beginPlanned(ctx, id)
 	if err != nil {
@@ -245,25 +262,29 @@ func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
 
 // dirty reports whether the working tree differs from the baseline.
 func (s *Store) dirty(ctx context.Context, rec *record) (bool, error) {
-	base, err := openRoot(rec.baseline())
-	if err != nil {
-		return false, err
+	var roots [3]*root
+	defer func() {
+		for _, r := range roots {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	for i, p := range []string{rec.dir(), rec.baseline(), rec.work()} {
+		var err error
+		if roots[i], err = openRoot(p); err != nil {
+			return false, err
+		}
 	}
-	defer base.Close()
-	work, err := openRoot(rec.work())
-	if err != nil {
-		return false, err
-	}
-	defer work.Close()
 	ex := excludes(rec.Excludes)
-	bt, err := scan(ctx, base, ex)
+	bt, _, err := loadBaseline(ctx, roots[0], roots[1], ex)
 	if err != nil {
 		return false, err
 	}
-	wt, err := scan(ctx, work, ex)
+	wt, err := scan(ctx, roots[2], ex)
 	if err != nil {
 		return false, err
 	}
-	d, err := diff(bt, wt, base, work)
+	d, err := diff(bt, wt, roots[1], roots[2])
 	return len(d) > 0, err
 }

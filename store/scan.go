@@ -1,14 +1,14 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"path"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,15 +21,23 @@ type entry struct {
 	size  int64
 	mtime int64 // nanoseconds
 	link  string
+	// Directories only: the inode and ctime the baseline manifest checks to tell
+	// whether the directory's entries are still the ones it recorded.
+	ino   uint64
+	ctime int64
 }
 
 func entryOf(st *unix.Stat_t) entry {
-	return entry{
+	e := entry{
 		typ:   uint32(st.Mode) & unix.S_IFMT,
 		perm:  uint32(st.Mode) & 0o777,
 		size:  st.Size,
-		mtime: st.Mtim.Nano(),
+		mtime: unix.TimespecToNsec(st.Mtim),
 	}
+	if e.typ == unix.S_IFDIR {
+		e.ino, e.ctime = uint64(st.Ino), unix.TimespecToNsec(st.Ctim)
+	}
+	return e
 }
 
 func (e entry) isDir() bool { return e.typ == unix.S_IFDIR }
@@ -74,9 +82,6 @@ func supportedType(typ uint32) bool {
 	return typ == unix.S_IFREG || typ == unix.S_IFDIR || typ == unix.S_IFLNK
 }
 
-// tree maps slash-separated relative paths to entries; the root itself is not included.
-type tree map[string]entry
-
 // hostStaging matches the sync staging directories autobox creates in a source root.
 // Only this exact shape is treated as autobox's own, so a project file that merely
 // starts with the prefix is neither ignored nor deleted.
@@ -91,216 +96,118 @@ func skip(rel string, ex excludes) bool {
 	return ex.match(rel)
 }
 
-// scan records every entry beneath r without following symlinks.
-func scan(ctx context.Context, r *root, ex excludes) (tree, error) {
-	fd, err := r.openDir("")
-	if err != nil {
-		return nil, err
+// skipName is skip for name in directory dir, without building the path when nothing
+// is excluded.
+func skipName(dir, name string, ex excludes) bool {
+	if dir == "" && hostStaging.MatchString(name) {
+		return true
 	}
-	defer unix.Close(fd)
-	t := tree{}
-	if err := scanDir(ctx, r, fd, "", ex, t); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return ex.matchIn(dir, name)
 }
 
-func scanDir(ctx context.Context, r *root, fd int, rel string, ex excludes, t tree) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	names, err := readNames(fd)
+// scan records every entry beneath r without following symlinks.
+func scan(ctx context.Context, r *root, ex excludes) (tree, error) {
+	return scanBelow(ctx, r, "", ex, 0)
+}
+
+// scanBelow records every entry beneath directory rel of r (not rel itself). A scan
+// is bound by one lstat per entry, so subdirectories are read by up to GOMAXPROCS
+// goroutines; sizeHint presizes the result.
+func scanBelow(ctx context.Context, r *root, rel string, ex excludes, sizeHint int) (tree, error) {
+	fd, err := r.openDir(rel)
 	if err != nil {
-		return r.errorf("readdir", rel, err)
+		return nil, err
 	}
-	for _, n := range names {
-		p := path.Join(rel, n)
-		if skip(p, ex) {
+	s := &scanner{ctx: ctx, r: r, ex: ex, slots: make(chan struct{}, runtime.GOMAXPROCS(0)), t: make(tree, sizeHint)}
+	s.dir(fd, rel)
+	s.wg.Wait()
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.t, nil
+}
+
+type scanner struct {
+	ctx   context.Context
+	r     *root
+	ex    excludes
+	slots chan struct{} // extra goroutines that may run
+	wg    sync.WaitGroup
+
+	mu  sync.Mutex
+	t   tree
+	err error // the first failure
+}
+
+func (s *scanner) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *scanner) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
+}
+
+// dir records the entries of directory fd (at rel) and recurses; it closes fd.
+func (s *scanner) dir(fd int, rel string) {
+	defer unix.Close(fd)
+	if err := s.ctx.Err(); err != nil {
+		s.fail(err)
+		return
+	}
+	if s.failed() {
+		return
+	}
+	ents, err := readDirents(fd)
+	if err != nil {
+		s.fail(s.r.errorf("readdir", rel, err))
+		return
+	}
+	found := make([]named, 0, len(ents))
+	for _, d := range ents {
+		n := d.name
+		if skipName(rel, n, s.ex) {
 			continue
 		}
 		e, ok, err := lstatAt(fd, n)
 		if err != nil {
-			return r.errorf("lstat", p, err)
+			s.fail(s.r.errorf("lstat", joinRel(rel, n), err))
+			return
 		}
 		if !ok { // removed since readdir: absent, as a later scan would see it
 			continue
 		}
-		t[p] = e
 		if !e.isDir() {
+			found = append(found, named{n, e})
 			continue
 		}
 		cfd, err := unix.Openat(fd, n, openDirFlags, 0)
 		if errors.Is(err, unix.ENOENT) {
-			delete(t, p)
 			continue
 		}
 		if err != nil {
-			return r.errorf("open", p, err)
-		}
-		err = scanDir(ctx, r, cfd, p, ex, t)
-		unix.Close(cfd)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Action is a change kind as the seed names it.
-type Action string
-
-// Change actions.
-const (
-	ActionAdd     Action = "add"
-	ActionModify  Action = "modify"
-	ActionReplace Action = "replace" // the type changed (file, directory, symlink)
-	ActionDelete  Action = "delete"
-)
-
-// compare says how b differs from a at rel ("" when equal). Content is read only when
-// the metadata differs in a way that could still hide equal bytes.
-func compare(a, b entry, aok, bok bool, ra, rb *root, rel string) (Action, error) {
-	switch {
-	case !aok && !bok:
-		return "", nil
-	case !aok:
-		return ActionAdd, nil
-	case !bok:
-		return ActionDelete, nil
-	case a.typ != b.typ:
-		return ActionReplace, nil
-	case sameMeta(a, b):
-		return "", nil
-	case a.typ != unix.S_IFREG || a.perm != b.perm || a.size != b.size:
-		return ActionModify, nil
-	}
-	same, err := sameContent(ra, rb, rel)
-	if err != nil || same {
-		return "", err
-	}
-	return ActionModify, nil
-}
-
-// diff lists how tree to differs from tree from, per path (no collapsing).
-func diff(from, to tree, rf, rt *root) (map[string]Action, error) {
-	out := map[string]Action{}
-	for p, a := range from {
-		b, ok := to[p]
-		act, err := compare(a, b, true, ok, rf, rt, p)
-		if err != nil {
-			return nil, err
-		}
-		if act != "" {
-			out[p] = act
-		}
-	}
-	for p := range to {
-		if _, ok := from[p]; !ok {
-			out[p] = ActionAdd
-		}
-	}
-	return out, nil
-}
-
-func sameContent(ra, rb *root, rel string) (bool, error) {
-	fa, err := ra.openFile(rel)
-	if err != nil {
-		return false, err
-	}
-	defer fa.Close()
-	fb, err := rb.openFile(rel)
-	if err != nil {
-		return false, err
-	}
-	defer fb.Close()
-	bufA, bufB := make([]byte, 128<<10), make([]byte, 128<<10)
-	for {
-		na, errA := io.ReadFull(fa, bufA)
-		nb, errB := io.ReadFull(fb, bufB)
-		if !bytes.Equal(bufA[:na], bufB[:nb]) {
-			return false, nil
-		}
-		doneA := errors.Is(errA, io.EOF) || errors.Is(errA, io.ErrUnexpectedEOF)
-		doneB := errors.Is(errB, io.EOF) || errors.Is(errB, io.ErrUnexpectedEOF)
-		if errA != nil && !doneA {
-			return false, fmt.Errorf("reading %s: %w", fa.Name(), errA)
-		}
-		if errB != nil && !doneB {
-			return false, fmt.Errorf("reading %s: %w", fb.Name(), errB)
-		}
-		if doneA || doneB {
-			return doneA && doneB, nil
-		}
-	}
-}
-
-// excludes are normalized relative paths whose subtrees are neither copied nor synced.
-type excludes []string
-
-// parseExcludes validates and normalizes create's excludes: exact relative paths, no
-// globs, no "..", no absolute paths, no empty entries; duplicates are dropped.
-func parseExcludes(in []string) (excludes, error) {
-	seen := map[string]bool{}
-	var out excludes
-	for _, raw := range in {
-		switch {
-		case strings.TrimSpace(raw) == "":
-			return nil, invalidf("excludes: empty entry")
-		case strings.ContainsAny(raw, "*?[") || strings.ContainsRune(raw, 0):
-			return nil, invalidf("excludes: %q: glob characters are not expanded; list exact relative paths", raw)
-		case path.IsAbs(raw):
-			return nil, invalidf("excludes: %q: must be relative to hostPath", raw)
-		}
-		for _, c := range strings.Split(raw, "/") {
-			if c == ".." {
-				return nil, invalidf("excludes: %q: \"..\" is not allowed", raw)
-			}
-		}
-		p := path.Clean(raw)
-		if p == "." {
-			return nil, invalidf("excludes: %q names the whole source", raw)
-		}
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// match reports whether rel is an excluded path or lies beneath one.
-func (ex excludes) match(rel string) bool {
-	for _, e := range ex {
-		if rel == e || strings.HasPrefix(rel, e+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// under returns an excluded path strictly beneath directory rel, if any.
-func (ex excludes) under(rel string) (string, bool) {
-	for _, e := range ex {
-		if strings.HasPrefix(e, rel+"/") {
-			return e, true
-		}
-	}
-	return "", false
-}
-
-// parentOf returns rel's parent ("" at the top level).
-func parentOf(rel string) string {
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		return rel[:i]
-	}
-	return ""
-}
-
-// ancestors calls fn for each proper ancestor of rel, nearest first, until fn is true.
-func ancestors(rel string, fn func(a string) bool) {
-	for a := parentOf(rel); a != ""; a = parentOf(a) {
-		if fn(a) {
+			s.fail(s.r.errorf("open", joinRel(rel, n), err))
 			return
 		}
+		found = append(found, named{n, e})
+		p := joinRel(rel, n)
+		select {
+		case s.slots <- struct{}{}:
+			s.wg.Go(func() {
+				defer func() { <-s.slots }()
+				s.dir(cfd, p)
+			})
+		default:
+			s.dir(cfd, p)
+		}
 	}
+	slices.SortFunc(found, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	s.mu.Lock()
+	s.t[rel] = found
+	s.mu.Unlock()
 }

@@ -10,6 +10,11 @@
 // Host and workspace trees are opened as directories and every later access walks
 // beneath them one component at a time with O_NOFOLLOW, so a symlink swapped in while an
 // operation runs cannot redirect a read or a write.
+//
+// Status and sync cost one scan of the working tree: the baseline is read from its
+// manifest (a checked cache, see manifest.go), and only the host paths that can turn a
+// workspace change into a conflict are looked at (see hostChanges). Sync stages the
+// files it replaces a window at a time, in parallel, then applies them one by one.
 package store
 
 import (

@@ -2,15 +2,14 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"regexp"
+	"slices"
 	"sort"
-	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -128,9 +127,10 @@ type applier struct {
 	pl             *plan
 	hostStage      *stageDir
 	baseStage      *stageDir
-	removed        map[string]bool // host paths removed in phase 1
-	touched        map[string]bool // host directories to fsync at the end
-	left           map[string]int  // listed change → ops not yet done
+	staged         map[string]*stagedFile // files of the current window
+	removed        map[string]bool        // host paths removed in phase 1
+	touched        map[string]bool        // host directories to fsync at the end
+	left           map[string]int         // listed change → ops not yet done
 	applied        []string
 	cloned, copied int
 }
@@ -148,7 +148,7 @@ func (a *applier) ops() (removals, puts []op) {
 		}
 	}
 	for _, p := range a.pl.converged {
-		if _, inWork := a.pl.work[p]; inWork {
+		if _, inWork := a.pl.work.get(p); inWork {
 			puts = append(puts, op{path: p})
 		} else {
 			removals = append(removals, op{path: p, remove: true})
@@ -173,7 +173,30 @@ func (a *applier) run(ctx context.Context) (err error) {
 		return fmt.Errorf("creating baseline staging directory: %w", err)
 	}
 	defer a.baseStage.remove()
-	for _, o := range append(removals, puts...) {
+	if err := dropManifest(a.o.dir); err != nil {
+		return fmt.Errorf("invalidating the baseline manifest: %w", err)
+	}
+	all := append(removals, puts...)
+	for ops := all; len(ops) > 0 && err == nil; {
+		// Files are staged a window at a time, in parallel, so their clones' writeback
+		// and fsyncs overlap; then the window is applied path by path, in order.
+		n := a.stageWindow(ctx, ops)
+		err = a.applyAll(ctx, ops[:n])
+		ops = ops[n:]
+	}
+	if err != nil {
+		return err
+	}
+	// The manifest describes the baseline, which is complete whether or not the host
+	// flush succeeds, so it is written while the flush waits for the disk.
+	var wg sync.WaitGroup
+	wg.Go(func() { a.updateManifest(all) })
+	defer wg.Wait()
+	return a.flushHost()
+}
+
+func (a *applier) applyAll(ctx context.Context, ops []op) (err error) {
+	for _, o := range ops {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("cancelled: %w", err)
 		}
@@ -195,7 +218,33 @@ func (a *applier) run(ctx context.Context) (err error) {
 			}
 		}
 	}
-	return a.flushHost()
+	return nil
+}
+
+// updateManifest records the baseline after a complete sync: the plan's baseline with
+// every path an op touched, and its directory, looked at again. Descendants of a
+// removed directory are ops of their own. A failure leaves no manifest, which only
+// costs the next operation a baseline scan.
+func (a *applier) updateManifest(ops []op) {
+	touched := map[string]bool{}
+	for _, o := range ops {
+		touched[o.path] = true
+		touched[parentOf(o.path)] = true
+	}
+	delete(touched, "") // the root's stamp is taken when writing
+	// Parents first: a new directory's listing must exist before its entries go in.
+	for _, p := range slices.Sorted(maps.Keys(touched)) {
+		e, ok, err := a.o.base.lstat(p)
+		if err != nil {
+			return
+		}
+		if ok {
+			a.pl.base.set(p, e)
+		} else {
+			a.pl.base.del(p)
+		}
+	}
+	writeManifest(a.o.dir, a.o.base, a.pl.base)
 }
 
 func hostChanged(p, why string) error {
@@ -233,7 +282,7 @@ func (a *applier) removeOne(o op) error {
 			return hostChanged(o.path, err.Error())
 		}
 		defer unix.Close(pfd)
-		h := a.pl.host[o.path]
+		h, _ := a.pl.hostAt(o.path)
 		if err := a.recheckHost(pfd, name, o.path, h, true); err != nil {
 			return err
 		}
@@ -254,21 +303,20 @@ func (a *applier) removeOne(o op) error {
 }
 
 func (a *applier) putOne(o op) error {
-	w := a.pl.work[o.path]
-	var src *os.File
-	if w.typ == unix.S_IFREG {
-		f, err := a.o.work.openFile(o.path)
-		if err != nil {
-			return workChanged(o.path)
+	w, _ := a.pl.work.get(o.path)
+	sf := a.staged[o.path]
+	switch {
+	case sf != nil && sf.err != nil:
+		return sf.err
+	case sf == nil && w.typ == unix.S_IFREG: // not staged: the window was cut short
+		return fmt.Errorf("%s was not staged", o.path)
+	case sf == nil:
+		if err := a.recheckWork(o.path, w); err != nil {
+			return err
 		}
-		defer f.Close()
-		src = f
-	}
-	if err := a.recheckWork(o.path, w, src); err != nil {
-		return err
 	}
 	if o.host {
-		if err := a.putHost(o.path, w, src); err != nil {
+		if err := a.putHost(o.path, w, sf); err != nil {
 			return err
 		}
 	}
@@ -287,20 +335,17 @@ func (a *applier) putOne(o op) error {
 		if ok {
 			have = &cur
 		}
-		_, err = put(pfd, name, w, src, have, a.baseStage, false)
-		return err
+		var tmp string
+		if sf != nil {
+			tmp = sf.baseTmp
+		}
+		return put(pfd, name, w, tmp, have, a.baseStage)
 	})
 }
 
-// recheckWork verifies the working tree still holds what the plan saw at p.
-func (a *applier) recheckWork(p string, w entry, f *os.File) error {
-	if f != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil || !sameMeta(entryOf(&st), w) {
-			return workChanged(p)
-		}
-		return nil
-	}
+// recheckWork verifies the working tree still holds what the plan saw at p (a
+// directory or link; files are checked as they are staged).
+func (a *applier) recheckWork(p string, w entry) error {
 	cur, ok, err := a.o.work.lstat(p)
 	if err != nil || !ok || !sameMeta(cur, w) {
 		return workChanged(p)
@@ -308,13 +353,13 @@ func (a *applier) recheckWork(p string, w entry, f *os.File) error {
 	return nil
 }
 
-func (a *applier) putHost(p string, w entry, src *os.File) error {
+func (a *applier) putHost(p string, w entry, sf *stagedFile) error {
 	pfd, name, err := a.o.src.parent(p)
 	if err != nil {
 		return hostChanged(p, err.Error())
 	}
 	defer unix.Close(pfd)
-	h, hok := a.pl.host[p]
+	h, hok := a.pl.hostAt(p)
 	if a.removed[p] {
 		hok = false
 	}
@@ -332,17 +377,18 @@ func (a *applier) putHost(p string, w entry, src *os.File) error {
 		}
 		have = nil
 	}
-	cloned, err := put(pfd, name, w, src, have, a.hostStage, true)
+	var tmp string
+	if sf != nil {
+		tmp = sf.hostTmp
+	}
+	err = put(pfd, name, w, tmp, have, a.hostStage)
 	if errors.Is(err, unix.EEXIST) {
 		return hostChanged(p, "something appeared there")
 	} else if err != nil {
 		return fmt.Errorf("writing %s to the host: %w", p, err)
 	}
-	if src != nil {
-		if err := a.recheckWork(p, w, src); err != nil {
-			return err // the renamed file is still whole: the copy was of one version
-		}
-		if cloned {
+	if sf != nil {
+		if sf.cloned {
 			a.cloned++
 		} else {
 			a.copied++
@@ -353,44 +399,36 @@ func (a *applier) putHost(p string, w entry, src *os.File) error {
 }
 
 // put makes pfd/name match w, given what is there now (have, nil for nothing). Files
-// and links are built in the staging directory and renamed over the old entry, so a
-// reader sees the old or the new one and a hard link the old file shares with
-// something else is left alone. Where nothing was, the rename refuses to replace.
-func put(pfd int, name string, w entry, src *os.File, have *entry, st *stageDir, durable bool) (cloned bool, err error) {
+// (already staged as tmp) and links are built in the staging directory and renamed
+// over the old entry, so a reader sees the old or the new one and a hard link the old
+// file shares with something else is left alone. Where nothing was, the rename
+// refuses to replace.
+func put(pfd int, name string, w entry, tmp string, have *entry, st *stageDir) error {
 	switch w.typ {
 	case unix.S_IFDIR:
 		if have == nil || !have.isDir() {
 			if err := unix.Mkdirat(pfd, name, 0o700); err != nil {
-				return false, &os.PathError{Op: "mkdir", Path: name, Err: err}
+				return &os.PathError{Op: "mkdir", Path: name, Err: err}
 			}
 		}
-		return false, fchmodDirAt(pfd, name, w.perm)
+		return fchmodDirAt(pfd, name, w.perm)
 	case unix.S_IFLNK:
-		tmp := st.next()
+		tmp = st.next()
 		if err := unix.Symlinkat(w.link, st.fd, tmp); err != nil {
-			return false, &os.PathError{Op: "symlink", Path: name, Err: err}
+			return &os.PathError{Op: "symlink", Path: name, Err: err}
 		}
 	case unix.S_IFREG:
-		tmp := st.next()
-		f, c, err := placeFile(src, st.fd, tmp, true, &st.memo)
-		if err != nil {
-			return false, err
-		}
-		if err := finishFile(f, st.fd, tmp, w.perm, w.mtime, durable); err != nil {
-			return false, err
-		}
-		cloned = c
 	default:
-		return false, fmt.Errorf("%s: cannot sync a %s", name, typeName(w.typ))
+		return fmt.Errorf("%s: cannot sync a %s", name, typeName(w.typ))
 	}
 	rename := unix.Renameat
 	if have == nil {
 		rename = renameNoReplace
 	}
-	if err := rename(st.fd, st.last(), pfd, name); err != nil {
-		return false, &os.PathError{Op: "rename", Path: name, Err: err}
+	if err := rename(st.fd, tmp, pfd, name); err != nil {
+		return &os.PathError{Op: "rename", Path: name, Err: err}
 	}
-	return cloned, nil
+	return nil
 }
 
 // inBaseline runs fn on the parent of p in the baseline. The baseline mirrors source
@@ -432,39 +470,4 @@ func (a *applier) flushHost() error {
 		}
 	}
 	return nil
-}
-
-// stageDir is a private directory for building entries before renaming them into place.
-type stageDir struct {
-	parent int
-	name   string
-	fd     int
-	n      int
-	memo   cloneMemo
-}
-
-// baseStaging matches the baseline staging directories in a workspace's storage.
-var baseStaging = regexp.MustCompile(`^stage-[0-9a-f]{16}$`)
-
-func newStage(in *root, prefix string) (*stageDir, error) {
-	var b [8]byte
-	rand.Read(b[:])
-	name := prefix + hex.EncodeToString(b[:])
-	if err := unix.Mkdirat(in.fd, name, 0o700); err != nil {
-		return nil, in.errorf("mkdir", name, err)
-	}
-	fd, err := unix.Openat(in.fd, name, openDirFlags, 0)
-	if err != nil {
-		unix.Unlinkat(in.fd, name, unix.AT_REMOVEDIR)
-		return nil, in.errorf("open", name, err)
-	}
-	return &stageDir{parent: in.fd, name: name, fd: fd}, nil
-}
-
-func (s *stageDir) next() string { s.n++; return s.last() }
-func (s *stageDir) last() string { return strconv.Itoa(s.n) }
-
-func (s *stageDir) remove() {
-	unix.Close(s.fd)
-	removeAllAt(s.parent, s.name) // a leftover is removed by the next operation
 }
