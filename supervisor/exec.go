@@ -125,17 +125,15 @@ func resolveCwd(mounts []policy.Mount, cwd string) (string, error) {
 // ExecCommand runs one exec_command call. Safe for concurrent use.
 func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, error) {
 	start := time.Now()
-	s.inflight.Add(1)
-	defer s.inflight.Done()
 	c, err := s.validateExec(in)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.lockWorkspaces(ctx, c.mounts)
+	leave, err := s.enter(ctx, c.mounts)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer leave()
 	scratch, err := s.scratch.take()
 	if err != nil {
 		return nil, err

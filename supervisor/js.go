@@ -103,17 +103,15 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 // the command line and batch runs. Safe for concurrent use.
 func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) {
 	start := time.Now()
-	s.inflight.Add(1)
-	defer s.inflight.Done()
 	c, err := s.validateJS(in)
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.lockWorkspaces(ctx, c.mounts)
+	leave, err := s.enter(ctx, c.mounts)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer leave()
 	w, err := s.pool.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("no JS worker: %w", err)

@@ -173,3 +173,15 @@ func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (fun
 	}
 	return func() {}, nil
 }
+
+// enter begins a validated execution: it counts the call as in flight (Close waits for
+// it) and holds the workspace lock if it mounts a workspace. leave undoes both.
+func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func(), err error) {
+	s.inflight.Add(1)
+	unlock, err := s.lockWorkspaces(ctx, mounts)
+	if err != nil {
+		s.inflight.Done()
+		return nil, err
+	}
+	return func() { unlock(); s.inflight.Done() }, nil
+}

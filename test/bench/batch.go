@@ -12,12 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func init() {
-	groups = append(groups, struct {
-		name string
-		run  func(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report)
-	}{"batch", benchBatch})
-}
+func init() { register("batch", benchBatch) }
 
 // benchBatch measures `autobox batch` throughput: 1,000 trivial execute_js lines with
 // --jobs 2, a fresh worker per call, from process start to exit. The CPU time is the

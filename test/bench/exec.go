@@ -10,12 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func init() {
-	groups = append(groups, struct {
-		name string
-		run  func(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report)
-	}{"exec", benchExec})
-}
+func init() { register("exec", benchExec) }
 
 // benchExec sets exec_command of `echo hi` through MCP beside a bare fork/exec of the
 // same command from this process.

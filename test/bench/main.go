@@ -91,10 +91,16 @@ func main() {
 	fmt.Println("results written to", *out)
 }
 
-// groups are benchmark groups added by other files (exec, store, batch).
-var groups []struct {
+// A group is a set of benchmarks another file adds with register (exec, store, batch).
+type group struct {
 	name string
 	run  func(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report)
+}
+
+var groups []group
+
+func register(name string, run func(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report)) {
+	groups = append(groups, group{name, run})
 }
 
 func connect(ctx context.Context, bin, cpuProfile string) (*mcp.ClientSession, *exec.Cmd) {

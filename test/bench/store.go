@@ -15,12 +15,7 @@ import (
 	"github.com/autobox-dev/autobox/internal/xfstest"
 )
 
-func init() {
-	groups = append(groups, struct {
-		name string
-		run  func(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report)
-	}{"store", benchStore})
-}
+func init() { register("store", benchStore) }
 
 const (
 	storeFiles = 10000
