@@ -107,8 +107,12 @@ func resolveOne(s MountSpec, lookup WorkspaceLookup, managed []string) (Mount, e
 	if err != nil {
 		return Mount{}, fmt.Errorf("hostPath: %w", err)
 	}
+	// Nothing may be mounted from inside autobox's own storage, and nothing that
+	// holds it may be mounted writable (a call could then rewrite workspace records or
+	// baselines behind sync's back). A read-only mount of, say, the home directory that
+	// holds the storage is fine.
 	for _, m := range managed {
-		if m != "" && (Within(host, m) || Within(m, host)) {
+		if m != "" && (Within(host, m) || (writable && Within(m, host))) {
 			return Mount{}, invalid("hostPath %s overlaps autobox management storage %s; mount workspaces with {workspaceId} instead", host, m)
 		}
 	}

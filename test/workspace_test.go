@@ -101,8 +101,11 @@ func TestWorkspaceFlow(t *testing.T) {
 		t.Errorf("conflicting sync changed the host")
 	}
 
-	// Storage cannot be mounted raw.
+	// Storage cannot be mounted raw, nor anything holding it read-write; a read-only
+	// mount of a directory that holds it (a home directory, say) is fine.
 	s.wantJSError(map[string]any{"code": "1", "mounts": []map[string]any{{"hostPath": storage, "sandboxPath": "/mnt/s"}}}, "overlaps autobox management storage")
+	s.wantJSError(map[string]any{"code": "1", "mounts": []map[string]any{{"hostPath": filepath.Dir(storage), "sandboxPath": "/mnt/s", "mode": "rw"}}}, "overlaps autobox management storage")
+	s.mustJS(map[string]any{"code": "1", "mounts": []map[string]any{{"hostPath": filepath.Dir(storage), "sandboxPath": "/mnt/s", "mode": "ro"}}})
 
 	d, isErr := s.ws(map[string]any{"action": "discard", "workspaceId": c.WorkspaceID})
 	if isErr || !d.OK {
