@@ -121,6 +121,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		s.pool.refill()
 	}()
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
+	defer b.close()
 	out := &JSOutput{Logs: []string{}}
 	res, err := s.converse(ctx, w, c, b)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
