@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,10 +51,46 @@ func TestMain(m *testing.M) {
 
 // session is one running autobox server with an MCP client connected to it.
 type session struct {
-	t     *testing.T
-	cs    *mcp.ClientSession
-	cmd   *exec.Cmd
-	state string // AUTOBOX_STATE_DIR of this server
+	t      *testing.T
+	cs     *mcp.ClientSession
+	cmd    *exec.Cmd
+	state  string // AUTOBOX_STATE_DIR of this server
+	stderr *syncBuffer
+}
+
+// syncBuffer is the server's stderr, safe to read while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// goroutines asks the server for its goroutine count (SIGUSR1, answered on stderr).
+func (s *session) goroutines() int {
+	s.t.Helper()
+	before := strings.Count(s.stderr.String(), "goroutines=")
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		out := s.stderr.String()
+		if strings.Count(out, "goroutines=") > before {
+			i := strings.LastIndex(out, "goroutines=")
+			n, _ := strconv.Atoi(strings.Fields(out[i+len("goroutines="):])[0])
+			return n
+		}
+	}
+	s.t.Fatal("the server did not report its goroutines")
+	return 0
 }
 
 // start runs the binary as an MCP server and connects a client. The server gets a
@@ -74,7 +112,7 @@ func start(t *testing.T, args ...string) *session {
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
 		"AUTOBOX_TEST_SECRET=canary-7c1e",
 	}
-	stderr := &strings.Builder{}
+	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -83,7 +121,7 @@ func start(t *testing.T, args ...string) *session {
 	if err != nil {
 		t.Fatalf("connecting to autobox: %v\nstderr:\n%s", err, stderr)
 	}
-	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state")}
+	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state"), stderr: stderr}
 	t.Cleanup(func() {
 		pid := cmd.Process.Pid
 		kids := descendants(pid)

@@ -195,7 +195,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 // TestNoDescriptorLeak: after many calls of every kind the server holds no more file
-// descriptors than after the first ones.
+// descriptors and runs no more goroutines than after the first ones.
 func TestNoDescriptorLeak(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
@@ -217,11 +217,17 @@ func TestNoDescriptorLeak(t *testing.T) {
 	}
 	round()
 	base := fds()
+	baseG := s.goroutines()
 	for i := 0; i < 15; i++ {
 		round()
 	}
 	if n := fds(); n > base+4 {
 		t.Errorf("server fds grew from %d to %d over 15 rounds of calls", base, n)
+	}
+	g := s.goroutines()
+	t.Logf("fds %d, goroutines %d -> %d", base, baseG, g)
+	if g > baseG+5 {
+		t.Errorf("server goroutines grew from %d to %d over 15 rounds of calls", baseG, g)
 	}
 }
 

@@ -115,10 +115,21 @@ func serve(args []string) int {
 	defer s.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go reportOnSIGUSR1()
 	err = s.Serve(ctx, &supervisor.StdioTransport{In: os.Stdin, Out: os.Stdout})
 	if err != nil && err != io.EOF && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// reportOnSIGUSR1 writes the server's goroutine count to stderr on SIGUSR1: the leak
+// tests compare it before and after many calls.
+func reportOnSIGUSR1() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGUSR1)
+	for range c {
+		fmt.Fprintf(os.Stderr, "autobox: goroutines=%d\n", runtime.NumGoroutine())
+	}
 }
