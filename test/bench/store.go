@@ -76,7 +76,7 @@ func benchStore(ctx context.Context, _ string, cs *mcp.ClientSession, _ int, rep
 	rep.Numbers["create / cp ratio"] = c.P50 / p.P50
 
 	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", src, "-c", "user.email=b@b", "-c", "user.name=b"}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", src, "-c", "user.email=b@b", "-c", "user.name=b", "-c", "gc.auto=0"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			check(fmt.Errorf("git %v: %v: %s", args, err, out))
