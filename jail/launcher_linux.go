@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,6 +191,14 @@ func runCommand(cmdc <-chan command, startc chan<- started, exitc chan<- exited,
 	defer close(empty)
 	c := <-cmdc
 	spec := c.spec
+	if spec.Cgroup != "" {
+		// The launcher joins first (while it may still write /sys), so the command
+		// and everything it starts are born inside the limit.
+		if err := os.WriteFile(spec.Cgroup, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			startc <- started{err: fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err), sandbox: true}
+			return
+		}
+	}
 	if !spec.Unsafe {
 		if err := readOnlyMounts(&spec.Sandbox); err != nil {
 			startc <- started{err: fmt.Errorf("%w: %w", ErrSandbox, err), sandbox: true}

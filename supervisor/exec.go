@@ -156,7 +156,18 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		stdout.abort()
 		return nil, err
 	}
-	tree, err := s.runner.start(&policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}, so, se)
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}
+	// The kernel's hard limit, where the host lets us make cgroups; the watchdog below
+	// acts first in the common case and is the only guard elsewhere.
+	var oomKills func() int
+	if procs, ooms, remove, ok := probeCgroups().create(c.memoryMb); ok {
+		cmd.Cgroup, oomKills = procs, ooms
+		s.background.Add(1)
+		defer func() {
+			go func() { defer s.background.Done(); remove() }()
+		}()
+	}
+	tree, err := s.runner.start(cmd, so, se)
 	so.Close()
 	se.Close()
 	if err != nil {
@@ -204,6 +215,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	if werr != nil {
 		return nil, werr
+	}
+	if killedBy == "" && oomKills != nil && oomKills() > 0 {
+		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
 	}
 	out.Signal = res.Signal
 	if res.Started {

@@ -55,10 +55,11 @@ type Server struct {
 	store   *store.Store
 	scratch *scratchDirs
 
-	mu       sync.Mutex
-	trees    map[tree]bool // running exec_command trees, killed by Close
-	inflight sync.WaitGroup
-	closed   bool
+	mu         sync.Mutex
+	trees      map[tree]bool // running exec_command trees, killed by Close
+	inflight   sync.WaitGroup
+	background sync.WaitGroup // clean-ups that outlive their call (cgroups); Close waits
+	closed     bool
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
@@ -126,6 +127,7 @@ func (s *Server) Close() {
 		s.log.Warn("calls still running 5s after shutdown began")
 	}
 	s.scratch.close()
+	s.background.Wait()
 }
 
 // track registers a running tree so Close can end it; the returned func forgets it.
