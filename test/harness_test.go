@@ -28,7 +28,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "autobox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/autobox")
+	args := []string{"build", "-o", bin}
+	if os.Getenv("AUTOBOX_TEST_RACE") != "" {
+		args = append(args, "-race") // the server under the race detector
+	}
+	build := exec.Command("go", append(args, "./cmd/autobox")...)
 	build.Dir = ".."
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
