@@ -115,7 +115,7 @@ func (s Status) Check(p *policy.Sandbox) error {
 func checkPolicy(p *policy.Sandbox) error {
 	for _, d := range p.DenyWrite {
 		for _, rw := range p.ReadWrite {
-			if within(d, rw) {
+			if policy.Within(d, rw) {
 				return fmt.Errorf("%w: DenyWrite %s is inside ReadWrite %s", ErrPolicy, d, rw)
 			}
 		}
@@ -128,12 +128,4 @@ func checkPolicy(p *policy.Sandbox) error {
 		}
 	}
 	return nil
-}
-
-// within reports whether path is dir or beneath it (whole components only).
-func within(path, dir string) bool {
-	if path == dir || dir == "/" {
-		return true
-	}
-	return strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Copy modes for CreateRequest.CopyMode.
@@ -118,11 +120,11 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if within(storage, src) || within(src, storage) {
+	if policy.Within(storage, src) || policy.Within(src, storage) {
 		return nil, nil, invalidf("storagePath %s overlaps hostPath %s: storage must be outside the source and the source outside the storage", storage, src)
 	}
 	for _, m := range s.ManagedPaths() {
-		if within(src, m) || within(m, src) {
+		if policy.Within(src, m) || policy.Within(m, src) {
 			return nil, nil, invalidf("hostPath %s overlaps autobox-managed %s (workspace records or storage)", src, m)
 		}
 	}
@@ -167,11 +169,6 @@ func (s *Store) resolveStorage(p string) (string, error) {
 		return "", invalidf("storagePath %q: parent %s is not a directory", p, parent)
 	}
 	return filepath.Join(parent, filepath.Base(p)), nil
-}
-
-// within reports whether p is dir or lies beneath it (both clean and absolute).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // build makes <storage>/<id>/{baseline,work} from the source, and the baseline's

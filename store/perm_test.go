@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 const nobody = 65534
@@ -46,7 +48,7 @@ func TestReadOnlyTreeAsUnprivilegedUser(t *testing.T) {
 		}
 	}
 	for _, start := range []string{filepath.Dir(top), filepath.Dir(e.state)} {
-		for d := start; within(d, tmp); d = filepath.Dir(d) {
+		for d := start; policy.Within(d, tmp); d = filepath.Dir(d) {
 			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
 				os.Chmod(d, fi.Mode().Perm()|0o001)
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // NativeOptions configure the native kind. A nil *NativeOptions is the zero value.
@@ -69,7 +71,7 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	}
 	for _, p := range o.ReadWrite {
 		for _, protected := range []string{w.repo.root, w.repo.common, w.tasksDir} {
-			if within(p, protected) || within(protected, p) {
+			if policy.Within(p, protected) || policy.Within(protected, p) {
 				return nil, fmt.Errorf("%w: writable path %s overlaps %s", ErrInvalid, p, protected)
 			}
 		}
@@ -103,12 +105,6 @@ func canonicalAll(paths []string) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// within reports whether path is dir or beneath it (whole components).
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Wrap returns the argv of `autobox task run --kind native` for this task, which makes the

@@ -95,11 +95,11 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 	rw = append(rw, n.o.ReadWrite...)
 
 	ro := append([]string(nil), systemReadOnly...)
-	if resolv, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !within(resolv, "/etc") {
+	if resolv, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !policy.Within(resolv, "/etc") {
 		ro = append(ro, resolv) // often /run/systemd/resolve/...: DNS for the harness
 	}
 	ro = append(ro, n.repo.root)
-	if !within(g, n.repo.root) {
+	if !policy.Within(g, n.repo.root) {
 		ro = append(ro, g)
 	}
 	ro = append(ro, alternates(filepath.Join(g, "objects"))...)
