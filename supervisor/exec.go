@@ -210,7 +210,6 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	close(waitDone)
 	stopWatch()
 	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
-	tree.Kill()        // nothing of the tree outlives the call, even after a clean exit
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000

@@ -12,6 +12,8 @@ import (
 // tree is a running command and everything it started.
 type tree interface {
 	Pid() int
+	// Wait returns once the command and every process it started are gone (the
+	// enforcer kills what is left after the command exits), so nothing outlives a call.
 	Wait() (policy.Exit, error)
 	// Kill ends the whole tree; safe to call more than once and after exit.
 	Kill()
