@@ -90,9 +90,11 @@ type env struct {
 // server starts the supervisor the command's calls go through. Only its errors reach
 // stderr: its warnings are about the pool of a long-lived server (a spare worker cut
 // short by Close, for one), and whatever stops a call is in that call's result.
+// Workers skip their warm-up call: a command line's calls arrive as soon as the
+// workers exist, so warming would only add its CPU time to theirs.
 func (e *env) server(poolSize int) (*supervisor.Server, error) {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	s, err := supervisor.New(supervisor.Options{PoolSize: poolSize, Log: log})
+	s, err := supervisor.New(supervisor.Options{PoolSize: poolSize, NoWarmup: true, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("starting autobox: %w", err)
 	}

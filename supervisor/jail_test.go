@@ -144,3 +144,24 @@ func TestWorkerCannotOpenFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPreludeCache: the first worker returns a code cache of the prelude and later
+// workers start from it (a worker that rejected it would return its own).
+func TestPreludeCache(t *testing.T) {
+	s := newTestServer(t, true)
+	for i := 0; i < 4; i++ {
+		out, err := s.ExecuteJS(context.Background(), &JSInput{Code: fmt.Sprintf("%d * 2", i)})
+		if err != nil || !out.OK || fmt.Sprintf("%s", out.Result) != fmt.Sprint(i*2) {
+			t.Fatalf("call %d: %+v %v", i, out, err)
+		}
+	}
+	if c := s.pool.preludeCache.Load(); c == nil || len(*c) == 0 {
+		t.Fatal("no prelude cache after four workers")
+	}
+	if n := s.pool.cacheGiven.Load(); n < 2 {
+		t.Errorf("%d workers were given the prelude cache, want at least 2", n)
+	}
+	if n := s.pool.cacheMisses.Load(); n != 0 {
+		t.Errorf("%d workers rejected the prelude cache", n)
+	}
+}

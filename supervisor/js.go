@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -151,7 +150,7 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
 	}
 	hard := time.Now().Add(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
-	stop := w.interruptOn(ctx)
+	expired, stop := w.watch(ctx, hard)
 	defer stop()
 	// memoryMb bounds V8's heap; ArrayBuffers and WebAssembly memories live outside
 	// it, so the worker's whole resident memory is watched too.
@@ -162,15 +161,16 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 	})
 	defer stopWatch()
 	for {
-		m, err := w.read(hard)
+		m, err := w.read()
 		switch {
+		case err == nil:
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
 		case breach.Load() != 0:
 			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", breach.Load()>>20, c.run.MemoryMb)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case expired():
 			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
-		case err != nil:
+		default:
 			return nil, w.crashError(c, err)
 		}
 		switch m.Type {
@@ -241,9 +241,9 @@ func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string,
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeProbe, Probe: paths}); err != nil {
 		return nil, err
 	}
-	stop := w.interruptOn(ctx)
+	_, stop := w.watch(ctx, time.Now().Add(10*time.Second))
 	defer stop()
-	m, err := w.read(time.Now().Add(10 * time.Second))
+	m, err := w.read()
 	if err != nil || m.Result == nil {
 		return nil, fmt.Errorf("JS worker: %s", w.describeExit(err))
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,25 +26,37 @@ const maxWorkerStderr = 16 << 10
 type jsWorker struct {
 	cmd     *exec.Cmd
 	toW     *os.File      // frames to the worker
-	fromW   *os.File      // frames from the worker, read by the worker's owner with deadlines
+	fromW   *os.File      // frames from the worker: a blocking pipe, read by the worker's owner
 	exited  chan struct{} // closed once the process has been reaped
 	stderr  *boundedBuffer
 	waitErr error
+
+	gotCache bool // started with the prelude code cache
 }
 
-// read receives the worker's next frame, giving up at deadline
-// (os.ErrDeadlineExceeded). Reading in the caller's goroutine, rather than handing
-// frames over from another, saves a thread wake-up per frame.
-func (w *jsWorker) read(deadline time.Time) (*proto.Message, error) {
-	if err := w.fromW.SetReadDeadline(deadline); err != nil {
-		return nil, err
-	}
+// read receives the worker's next frame. The pipe is in blocking mode, outside Go's
+// poller, so the caller's thread sleeps in read(2) and the worker's frame wakes it
+// directly, instead of waking the poller, which then wakes the caller: each thread
+// wake-up costs 50-200µs on a small VM. Reading in the caller's goroutine, rather
+// than handing frames over from another, saves one more. A read is ended by ending
+// the worker: see watch.
+func (w *jsWorker) read() (*proto.Message, error) {
 	return proto.Read(w.fromW)
 }
 
-// interruptOn makes a pending read return at once when ctx ends.
-func (w *jsWorker) interruptOn(ctx context.Context) (stop func() bool) {
-	return context.AfterFunc(ctx, func() { _ = w.fromW.SetReadDeadline(time.Now()) })
+// watch kills the worker at deadline or when ctx ends, which ends a pending read
+// with EOF; expired tells whether the deadline did it. stop disarms both.
+func (w *jsWorker) watch(ctx context.Context, deadline time.Time) (expired func() bool, stop func()) {
+	var hit atomic.Bool
+	t := time.AfterFunc(time.Until(deadline), func() {
+		hit.Store(true)
+		_ = w.cmd.Process.Kill()
+	})
+	stopCtx := context.AfterFunc(ctx, func() { _ = w.cmd.Process.Kill() })
+	return hit.Load, func() {
+		t.Stop()
+		stopCtx()
+	}
 }
 
 // kill ends the worker (idempotent) and waits for it to be reaped.
@@ -65,10 +78,19 @@ type pool struct {
 	devnull *os.File     // stdin/stdout of workers, opened before the spawner thread is restricted
 	size    int
 	log     *slog.Logger
-	ready   chan *jsWorker
-	spawnRq chan chan spawnResult
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// noWarmup asks workers to skip their warm-up call (Options.NoWarmup).
+	noWarmup bool
+	// preludeCache is the code cache of the prelude made by the first worker, passed
+	// to every later one (see proto.Init). It comes from a ready frame, sent before
+	// the worker has seen any code.
+	preludeCache atomic.Pointer[[]byte]
+	// cacheGiven counts workers started with the cache; cacheMisses those of them
+	// that made their own: V8 rejected it.
+	cacheGiven, cacheMisses atomic.Int64
+	ready                   chan *jsWorker
+	spawnRq                 chan chan spawnResult
+	stop                    chan struct{}
+	wg                      sync.WaitGroup
 
 	mu      sync.Mutex
 	live    map[*jsWorker]bool
@@ -81,7 +103,7 @@ type spawnResult struct {
 	err error
 }
 
-func newPool(argv []string, prepare func() error, size int, log *slog.Logger) (*pool, error) {
+func newPool(argv []string, prepare func() error, size int, noWarmup bool, log *slog.Logger) (*pool, error) {
 	if size < 0 {
 		size = 0
 	}
@@ -90,7 +112,7 @@ func newPool(argv []string, prepare func() error, size int, log *slog.Logger) (*
 		return nil, err
 	}
 	p := &pool{
-		argv: argv, prepare: prepare, devnull: devnull, size: size, log: log,
+		argv: argv, prepare: prepare, devnull: devnull, size: size, noWarmup: noWarmup, log: log,
 		ready:   make(chan *jsWorker, max(size, 1)),
 		spawnRq: make(chan chan spawnResult),
 		stop:    make(chan struct{}),
@@ -148,7 +170,7 @@ func (p *pool) start() (*jsWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	fromWr, fromWw, err := os.Pipe()
+	fromWr, fromWw, err := blockingPipe()
 	if err != nil {
 		toWr.Close()
 		toWw.Close()
@@ -170,6 +192,14 @@ func (p *pool) start() (*jsWorker, error) {
 		fromWr.Close()
 		return nil, fmt.Errorf("starting JS worker: %w", err)
 	}
+	init := &proto.Init{NoWarmup: p.noWarmup}
+	if c := p.preludeCache.Load(); c != nil {
+		init.PreludeCache = *c
+		w.gotCache = true
+		p.cacheGiven.Add(1)
+	}
+	// Into the pipe's buffer (the cache is a few KB): the worker reads it first.
+	initErr := proto.Write(toWw, &proto.Message{Type: proto.TypeInit, Init: init})
 	p.mu.Lock()
 	p.live[w] = true
 	p.mu.Unlock()
@@ -180,6 +210,10 @@ func (p *pool) start() (*jsWorker, error) {
 		p.mu.Unlock()
 		close(w.exited)
 	}()
+	if initErr != nil {
+		go w.kill()
+		return nil, fmt.Errorf("starting JS worker: %w", initErr)
+	}
 	return w, nil
 }
 
@@ -223,17 +257,24 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	stop := w.interruptOn(ctx)
-	m, err := w.read(time.Now().Add(10 * time.Second))
+	expired, stop := w.watch(ctx, time.Now().Add(10*time.Second))
+	m, err := w.read()
 	stop()
 	if err == nil && m.Type == proto.TypeReady {
+		if m.Ready != nil && len(m.Ready.PreludeCache) > 0 && len(m.Ready.PreludeCache) <= proto.MaxPreludeCache {
+			c := m.Ready.PreludeCache
+			p.preludeCache.CompareAndSwap(nil, &c)
+			if w.gotCache && p.cacheMisses.Add(1) == 1 {
+				p.log.Warn("a JS worker rejected the prelude code cache and compiled the prelude")
+			}
+		}
 		return w, nil
 	}
 	w.kill()
 	switch {
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, context.Cause(ctx)
+	case expired():
 		return nil, errors.New("JS worker did not become ready within 10s")
 	}
 	return nil, fmt.Errorf("JS worker did not start: %s", w.describeExit(err))
@@ -303,6 +344,15 @@ func (w *jsWorker) describeExit(readErr error) string {
 		msg += " (" + readErr.Error() + ")"
 	}
 	return msg
+}
+
+// blockingPipe is os.Pipe with a read end in blocking mode (see jsWorker.read).
+func blockingPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
 // boundedBuffer keeps the first max bytes written and discards the rest.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,9 +38,16 @@ type Options struct {
 	// StateDir holds workspace records and the operation lock; "" means
 	// $AUTOBOX_STATE_DIR, else the platform default (see package store).
 	StateDir string
+	// NoWarmup makes JS workers skip the warm-up call that has the first real call
+	// run on warm code paths: for command lines and batch runs, whose calls arrive as
+	// soon as a worker exists and where a worker's CPU time is what counts.
+	NoWarmup bool
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
 
+	// noDirect passes every request to the SDK (see lineConn.direct): tests set it to
+	// compare the two paths.
+	noDirect bool
 	// noWorkerJail starts JS workers unjailed: only this package's tests set it, as
 	// the positive control of the jail tests.
 	noWorkerJail bool
@@ -97,7 +105,7 @@ func New(opts Options) (*Server, error) {
 	if opts.noWorkerJail {
 		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
 	}
-	if s.pool, err = newPool(argv, prepare, size, s.log); err != nil {
+	if s.pool, err = newPool(argv, prepare, size, opts.NoWarmup, s.log); err != nil {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)
@@ -150,32 +158,67 @@ func (s *Server) track(t tree) (func(), error) {
 	}, nil
 }
 
+// implementation is the serverInfo of the MCP server.
+var implementation = &mcp.Implementation{Name: "autobox", Version: Version}
+
 // MCPServer builds the MCP server with autobox's tools.
 func (s *Server) MCPServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "autobox", Version: Version}, &mcp.ServerOptions{
+	srv, _ := s.mcpServer()
+	return srv
+}
+
+// mcpServer builds the MCP server and returns its tools' call functions by name too.
+func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
+	calls := map[string]toolCall{}
+	srv := mcp.NewServer(implementation, &mcp.ServerOptions{
 		Instructions: "autobox runs JavaScript (execute_js) and shell commands (exec_command) in a sandbox. Every call carries its own permissions: mounts, network, time and memory. Anything not allowed is denied.",
 	})
 	f := false
 	t := true
-	addTool(srv, &mcp.Tool{
+	addTool(srv, calls, &mcp.Tool{
 		Name:        "execute_js",
 		Description: "Run JavaScript in a fresh V8 isolate: a bare expression or statements with return; await allowed. No Node APIs. host.readFile/writeFile/listDir reach declared mounts only; fetch/net exist only with allowNetwork. Returns {ok, result, error, logs, durationMs, readBytes, writeBytes}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run JavaScript in a sandbox", ReadOnlyHint: false, DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &t},
 	}, s.jsTool)
-	addTool(srv, &mcp.Tool{
+	addTool(srv, calls, &mcp.Tool{
 		Name:        "exec_command",
 		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.execTool)
-	addTool(srv, &mcp.Tool{
+	addTool(srv, calls, &mcp.Tool{
 		Name:        "copy_then_sync",
 		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts; sync: apply workspace changes to the host (conflicts abort with nothing applied); discard: delete the workspace. The host source is unchanged until sync.",
 		Annotations: &mcp.ToolAnnotations{Title: "Workspace copy and sync", DestructiveHint: &t, OpenWorldHint: &f},
 	}, s.workspaceTool)
-	return srv
+	return srv, calls
 }
 
-// Serve runs one MCP session over t until the client disconnects or ctx ends.
+// Serve runs one MCP session over t until the client disconnects or ctx ends. Over a
+// StdioTransport, tool calls take the transport's direct path (see lineConn.direct).
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.MCPServer().Run(ctx, t)
+	srv, calls := s.mcpServer()
+	st, ok := t.(*StdioTransport)
+	if !ok || s.opts.noDirect {
+		return srv.Run(ctx, t)
+	}
+	var session atomic.Pointer[mcp.ServerSession]
+	st.direct = &directCalls{tools: calls, server: implementation, ready: func() bool {
+		ss := session.Load()
+		return ss != nil && ss.InitializeParams() != nil
+	}}
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	session.Store(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
 }

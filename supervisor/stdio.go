@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,11 +27,23 @@ const MaxMessageBytes = 8 << 20
 type StdioTransport struct {
 	In  io.Reader
 	Out io.Writer
+
+	direct *directCalls // set by Server.Serve
+}
+
+// directCalls lets the transport answer tools/call requests itself (lineConn.direct).
+type directCalls struct {
+	tools  map[string]toolCall
+	ready  func() bool         // the session has been initialized by the SDK
+	server *mcp.Implementation // the serverInfo of 2026-07-28 results
+
+	answered atomic.Int64 // calls answered on the direct path, for tests
 }
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]bool{}, answered: make(chan struct{}, 1)}
+	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]context.CancelCauseFunc{}, answered: make(chan struct{}, 1), direct: t.direct}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
 	return c, nil
 }
@@ -48,8 +61,13 @@ type lineConn struct {
 	closeOnce sync.Once
 
 	pendingMu sync.Mutex
-	pending   map[any]bool  // ids of requests read and not yet answered
-	answered  chan struct{} // signalled when a response is written
+	pending   map[any]context.CancelCauseFunc // requests read and not yet answered, by id; direct calls have their cancel func
+	writing   int                             // answers being written
+	answered  chan struct{}                   // signalled when a response is written
+
+	direct *directCalls
+	ctx    context.Context // parent of direct calls, cancelled when the session ends
+	cancel context.CancelCauseFunc
 }
 
 // eofGrace is how long requests still running when stdin closes may take to answer
@@ -68,13 +86,24 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			} else if msg, derr = jsonrpc.DecodeMessage(line); derr != nil {
 				derr = fmt.Errorf("parse error: %v", derr)
 			}
-			if derr != nil {
+			req, _ := msg.(*jsonrpc.Request)
+			switch {
+			case derr != nil:
 				c.writeError(line, tooLong, derr)
-			} else {
-				if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-					c.pendingMu.Lock()
-					c.pending[req.ID.Raw()] = true
-					c.pendingMu.Unlock()
+			case req != nil && req.ID.IsValid() && !c.track(req.ID, nil):
+				// Answered with id null, as the SDK does, so the error is not taken
+				// for the answer to the request in progress.
+				c.writeErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("request id %v is already in use by a request in progress", req.ID.Raw()))
+			default:
+				if req != nil && req.Method == "notifications/cancelled" {
+					c.cancelDirect(req)
+				}
+				if d := c.directCall(req); d != nil {
+					// This goroutine answers the call; another takes over reading, so a
+					// cancellation or a second call is read while this one runs.
+					go c.readLoop(r)
+					c.runDirect(req, d)
+					return
 				}
 				select {
 				case c.incoming <- readResult{msg: msg}:
@@ -85,6 +114,7 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 		}
 		if err != nil {
 			c.drain()
+			c.cancel(errors.New("the client closed the session"))
 			select {
 			case c.incoming <- readResult{err: err}:
 			case <-c.closed:
@@ -94,12 +124,153 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 	}
 }
 
+// track records a request id as pending, with the cancel func of a direct call (nil
+// for a request passed to the SDK). It reports false if the id is already pending.
+func (c *lineConn) track(id jsonrpc.ID, cancel context.CancelCauseFunc) bool {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	if _, dup := c.pending[id.Raw()]; dup && cancel == nil {
+		return false
+	}
+	c.pending[id.Raw()] = cancel
+	return true
+}
+
+// directCall returns how to answer a tools/call request the transport can answer
+// itself, or nil to pass the request to the SDK.
+//
+// The SDK hands every request through two fresh goroutines before the tool handler
+// runs (half a millisecond on a small VM, more than the call itself); answering on
+// the goroutine that read the request skips that. Only plain calls qualify: the
+// session is initialized, the tool is ours, the params hold nothing but name,
+// arguments and _meta, and _meta is either not the per-request protocol metadata
+// of MCP 2026-07-28 or that metadata, well-formed, for exactly that version.
+// Anything else goes to the SDK, which answers or refuses it. The answer is what the
+// SDK would send: the same call function (addTool), the same result encoding, and
+// for 2026-07-28 the same serverInfo annotation.
+func (c *lineConn) directCall(req *jsonrpc.Request) *directCall {
+	if c.direct == nil || req == nil || req.Method != "tools/call" || !req.ID.IsValid() || !c.direct.ready() {
+		return nil
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return nil
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil {
+		return nil
+	}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return nil
+		}
+	}
+	d := &directCall{call: c.direct.tools[name], args: params["arguments"]}
+	if d.call == nil {
+		return nil
+	}
+	if meta, ok := params["_meta"]; ok {
+		var ok bool
+		if d.newProtocol, ok = newProtocolMeta(meta); !ok {
+			return nil
+		}
+	}
+	return d
+}
+
+// directCall is a tools/call request answered by the transport.
+type directCall struct {
+	call        toolCall
+	args        json.RawMessage
+	newProtocol bool // the request carries MCP 2026-07-28 per-request metadata
+}
+
+// newProtocol2026 is the MCP version whose per-request metadata the direct path
+// knows; requests naming any other version of that form go to the SDK.
+const newProtocol2026 = "2026-07-28"
+
+// newProtocolMeta reads a request's _meta: newProtocol when it carries the
+// per-request metadata of MCP 2026-07-28 (protocol version, client capabilities,
+// optional client info), ok false when it is anything the SDK should judge.
+func newProtocolMeta(raw json.RawMessage) (newProtocol, ok bool) {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &meta) != nil || meta == nil {
+		return false, false
+	}
+	v, present := meta[mcp.MetaKeyProtocolVersion]
+	if !present {
+		return false, true
+	}
+	var version string
+	if json.Unmarshal(v, &version) != nil || version != newProtocol2026 {
+		return false, false
+	}
+	var caps map[string]any
+	if json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
+		return false, false
+	}
+	if ci, present := meta[mcp.MetaKeyClientInfo]; present {
+		var impl *mcp.Implementation
+		if json.Unmarshal(ci, &impl) != nil || impl == nil {
+			return false, false
+		}
+	}
+	return true, true
+}
+
+// runDirect answers a direct call (see directCall).
+func (c *lineConn) runDirect(req *jsonrpc.Request, d *directCall) {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	c.track(req.ID, cancel)
+	c.direct.answered.Add(1)
+	res := d.call(ctx, d.args)
+	if d.newProtocol {
+		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: c.direct.server})
+	}
+	resp := &jsonrpc.Response{ID: req.ID}
+	raw, err := json.Marshal(res)
+	switch {
+	case err != nil:
+		resp.Error = fmt.Errorf("encoding the result: %w", err)
+	default:
+		resp.Result = raw
+	}
+	_ = c.Write(ctx, resp)
+}
+
+// cancelDirect handles notifications/cancelled for a direct call. The notification
+// is passed on to the SDK as well, which ignores ids it does not know.
+func (c *lineConn) cancelDirect(req *jsonrpc.Request) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	var v any // a number (float64) or a string, what MakeID takes
+	if json.Unmarshal(p.RequestID, &v) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	c.pendingMu.Lock()
+	cancel := c.pending[id.Raw()]
+	c.pendingMu.Unlock()
+	if cancel != nil {
+		cancel(fmt.Errorf("the client cancelled the request: %s", p.Reason))
+	}
+}
+
 // drain waits, at most eofGrace, until every request read so far has been answered.
 func (c *lineConn) drain() {
 	deadline := time.After(eofGrace)
 	for {
 		c.pendingMu.Lock()
-		n := len(c.pending)
+		n := len(c.pending) + c.writing
 		c.pendingMu.Unlock()
 		if n == 0 {
 			return
@@ -152,10 +323,14 @@ func (c *lineConn) writeError(line []byte, tooLong bool, err error) {
 			}
 		}
 	}
+	c.writeErrorResponse(id, code, err.Error())
+}
+
+func (c *lineConn) writeErrorResponse(id json.RawMessage, code int64, msg string) {
 	resp, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"id":      id,
-		"error":   map[string]any{"code": code, "message": err.Error()},
+		"error":   map[string]any{"code": code, "message": msg},
 	})
 	c.writeLine(resp)
 }
@@ -185,22 +360,33 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.writeLine(b)
+	}
+	// The id is free before the client can read the answer (it may reuse the id at
+	// once); the answer counts as pending for drain until it is written.
+	c.pendingMu.Lock()
+	delete(c.pending, resp.ID.Raw())
+	c.writing++
+	c.pendingMu.Unlock()
 	err = c.writeLine(b)
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.pendingMu.Lock()
-		delete(c.pending, resp.ID.Raw())
-		c.pendingMu.Unlock()
-		select {
-		case c.answered <- struct{}{}:
-		default:
-		}
+	c.pendingMu.Lock()
+	c.writing--
+	c.pendingMu.Unlock()
+	select {
+	case c.answered <- struct{}{}:
+	default:
 	}
 	return err
 }
 
-// Close implements mcp.Connection.
+// Close implements mcp.Connection. Direct calls still running are cancelled.
 func (c *lineConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.cancel(errors.New("the session ended"))
+	})
 	return nil
 }
 

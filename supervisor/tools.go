@@ -24,7 +24,10 @@ import (
 // handle returns the result, whether it is a tool error, and a Go error for calls
 // that produced no result object (invalid arguments, refusals): those become tool
 // errors carrying the message as text.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error)) {
+//
+// The same call function is recorded in calls under the tool's name, for the stdio
+// transport's direct path (see lineConn.direct).
+func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error)) {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
@@ -34,26 +37,33 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, handle func(context.Cont
 		panic(fmt.Sprintf("output schema of %s: %v", t.Name, err))
 	}
 	t.InputSchema, t.OutputSchema = in, out
-	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	call := func(ctx context.Context, arguments json.RawMessage) *mcp.CallToolResult {
 		args := new(In)
-		if err := DecodeArgs(req.Params.Arguments, args); err != nil {
-			return errorResult(err), nil
+		if err := DecodeArgs(arguments, args); err != nil {
+			return errorResult(err)
 		}
 		res, isErr, err := handle(ctx, args)
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(err)
 		}
 		raw, err := json.Marshal(res)
 		if err != nil {
-			return errorResult(fmt.Errorf("encoding the result: %w", err)), nil
+			return errorResult(fmt.Errorf("encoding the result: %w", err))
 		}
 		return &mcp.CallToolResult{
 			IsError:           isErr,
 			StructuredContent: json.RawMessage(raw),
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(raw)}},
-		}, nil
+		}
+	}
+	calls[t.Name] = call
+	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return call(ctx, req.Params.Arguments), nil
 	})
 }
+
+// toolCall runs one call of a tool from its raw arguments; it always has a result.
+type toolCall func(ctx context.Context, arguments json.RawMessage) *mcp.CallToolResult
 
 func errorResult(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}

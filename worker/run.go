@@ -23,6 +23,8 @@ const MaxResultBytes = 4 << 20
 // warm is a V8 isolate and context made before the call arrives, with the prelude run.
 type warm struct {
 	in, out   *os.File
+	init      *proto.Init
+	newCache  []byte // the prelude's code cache, when this worker had to make one
 	memoryMb  int
 	iso       *v8.Isolate
 	ctx       *v8.Context
@@ -34,9 +36,9 @@ type warm struct {
 	endOnce  sync.Once
 }
 
-func newWarm(in, out *os.File) (*warm, error) {
+func newWarm(in, out *os.File, init *proto.Init) (*warm, error) {
 	v8.SetFlags("--no-freeze-flags-after-init")
-	w := &warm{in: in, out: out}
+	w := &warm{in: in, out: out, init: init}
 	if err := w.build(policy.JSDefaultMemoryMb); err != nil {
 		return nil, err
 	}
@@ -54,7 +56,17 @@ func (w *warm) build(memoryMb int) error {
 	w.memoryMb = memoryMb
 	w.iso = v8.NewIsolate()
 	w.ctx = v8.NewContext(w.iso)
-	fnv, err := w.ctx.RunScript(preludeJS, "autobox:prelude")
+	// The prelude from the code cache of an earlier worker, when it is usable (V8
+	// rejects a cache made by another V8 or with other flags, and compiles anew).
+	opts := v8.CompileOptions{}
+	if len(w.init.PreludeCache) > 0 {
+		opts.CachedData = &v8.CompilerCachedData{Bytes: w.init.PreludeCache}
+	}
+	prelude, err := w.iso.CompileUnboundScript(preludeJS, "autobox:prelude", opts)
+	if err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	fnv, err := prelude.Run(w.ctx)
 	if err != nil {
 		return fmt.Errorf("prelude: %w", err)
 	}
@@ -72,12 +84,20 @@ func (w *warm) build(memoryMb int) error {
 	}
 	// A fresh process meets every V8 code path for the first time; one whole dummy
 	// call now means the real call finds them warm.
-	w.ended = make(chan struct{})
-	if res := w.execute(&proto.Run{Code: "({a: [1, 'x']})", TimeoutMs: 1000}, time.Now().Add(time.Second)); !res.OK {
-		return fmt.Errorf("warmup: %s", res.Error)
+	if !w.init.NoWarmup {
+		w.ended = make(chan struct{})
+		if res := w.execute(&proto.Run{Code: "({a: [1, 'x']})", TimeoutMs: 1000}, time.Now().Add(time.Second)); !res.OK {
+			return fmt.Errorf("warmup: %s", res.Error)
+		}
+		w.errorString(v8.Undefined(w.iso))
+		w.logs()
 	}
-	w.errorString(v8.Undefined(w.iso))
-	w.logs()
+	// Made after the warm-up, the cache holds the prelude functions it compiled.
+	if opts.CachedData == nil || opts.CachedData.Rejected {
+		if c := prelude.CreateCodeCache(); c != nil && len(c.Bytes) <= proto.MaxPreludeCache {
+			w.newCache = c.Bytes
+		}
+	}
 	return nil
 }
 

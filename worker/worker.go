@@ -54,12 +54,20 @@ func serve() int {
 		fmt.Fprintln(os.Stderr, "autobox worker js: fds 3 and 4 must be the supervisor's pipes")
 		return 72
 	}
-	w, err := newWarm(in, out)
+	init, err := proto.Read(in)
+	if err != nil || init.Type != proto.TypeInit || init.Init == nil {
+		return 0 // the supervisor went away
+	}
+	w, err := newWarm(in, out, init.Init)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "autobox worker js: warming V8: %v\n", err)
 		return 73
 	}
-	if err := proto.Write(out, &proto.Message{Type: proto.TypeReady}); err != nil {
+	ready := &proto.Message{Type: proto.TypeReady}
+	if w.newCache != nil {
+		ready.Ready = &proto.Ready{PreludeCache: w.newCache}
+	}
+	if err := proto.Write(out, ready); err != nil {
 		return 74
 	}
 	msg, err := proto.Read(in)

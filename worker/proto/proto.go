@@ -4,13 +4,19 @@
 //
 // One worker serves exactly one call:
 //
-//	supervisor                                   worker (jailed, V8 warm)
-//	    |  <------------------ ready -------------------  |  isolate + context made
+//	supervisor                                   worker (jailed)
+//	    |  ------------------- init {preludeCache} ---->  |  sent as the worker starts
+//	    |  <------------------ ready {preludeCache} ----  |  isolate + context made
 //	    |  ------------------- run {code, limits} ----->  |
 //	    |  <------------------ bridge {id, op, args} ---  |  zero or more host.* / fetch
 //	    |  ------------------- reply {id, data|error} ->  |  (one reply per bridge)
 //	    |  <------------------ result {ok, result, ...} -  |
 //	    |                                                 |  exits
+//
+// The prelude cache is V8's code cache of the worker's prelude script: the first
+// worker makes it, before it has seen any code, and returns it in its ready frame;
+// the supervisor hands it to later workers in their init frame, which then skip
+// compiling the prelude.
 //
 // Instead of run, the supervisor may send probe {paths}: the worker tries to open
 // each path and answers with a result whose logs hold one line per path, then exits.
@@ -30,6 +36,7 @@ import (
 
 // Message types.
 const (
+	TypeInit   = "init"
 	TypeReady  = "ready"
 	TypeRun    = "run"
 	TypeBridge = "bridge"
@@ -50,11 +57,32 @@ var ErrFrameTooLarge = errors.New("frame exceeds the maximum size")
 // Message is one frame. Exactly one of the pointer fields matches Type.
 type Message struct {
 	Type   string   `json:"type"`
+	Init   *Init    `json:"init,omitempty"`
+	Ready  *Ready   `json:"ready,omitempty"`
 	Run    *Run     `json:"run,omitempty"`
 	Bridge *Bridge  `json:"bridge,omitempty"`
 	Reply  *Reply   `json:"reply,omitempty"`
 	Result *Result  `json:"result,omitempty"`
 	Probe  []string `json:"probe,omitempty"`
+}
+
+// Init is the first frame a worker reads, before it makes its isolate.
+type Init struct {
+	// PreludeCache is a code cache of the prelude made by an earlier worker (or nil).
+	PreludeCache []byte `json:"preludeCache,omitempty"`
+	// NoWarmup skips the warm-up call that makes the first real call fast: batch
+	// runs, where each worker's CPU time counts more than one call's latency.
+	NoWarmup bool `json:"noWarmup,omitempty"`
+}
+
+// MaxPreludeCache bounds the code cache a worker may return.
+const MaxPreludeCache = 1 << 20
+
+// Ready says the worker's isolate and context are made.
+type Ready struct {
+	// PreludeCache is set when the worker compiled the prelude without a usable
+	// cache: the code cache it made, for the next workers.
+	PreludeCache []byte `json:"preludeCache,omitempty"`
 }
 
 // Run asks the worker to run one call.

@@ -1,0 +1,177 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stdioSession serves one session of a fresh server over in-memory pipes.
+type stdioSession struct {
+	t   *testing.T
+	in  *io.PipeWriter
+	out *bufio.Scanner
+	tr  *StdioTransport
+}
+
+func startStdio(t *testing.T, noDirect bool) *stdioSession {
+	t.Helper()
+	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), noWorkerJail: true, noDirect: noDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr := &StdioTransport{In: inR, Out: outW}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(ctx, tr)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		outR.Close()
+		<-served
+		s.Close()
+	})
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 16<<20)
+	return &stdioSession{t: t, in: inW, out: sc, tr: tr}
+}
+
+func (ss *stdioSession) send(line string) {
+	ss.t.Helper()
+	if _, err := io.WriteString(ss.in, line+"\n"); err != nil {
+		ss.t.Fatal(err)
+	}
+}
+
+// next returns the next line the server writes.
+func (ss *stdioSession) next() string {
+	ss.t.Helper()
+	line := make(chan string, 1)
+	go func() {
+		if ss.out.Scan() {
+			line <- ss.out.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l, ok := <-line:
+		if !ok {
+			ss.t.Fatal("the server closed its output")
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		ss.t.Fatal("no reply within 30s")
+	}
+	return ""
+}
+
+// durations matches the durationMs values of results, plain and inside the text
+// rendering, which differ from run to run.
+var durations = regexp.MustCompile(`(durationMs\\?"):[0-9.e+-]+`)
+
+// TestDirectCallsAnswerAsTheSDK sends the same requests to a session whose tool calls
+// take the transport's direct path and to one where the SDK answers everything: the
+// replies must be the same, for both protocol generations, tool errors, argument
+// errors and calls the direct path leaves to the SDK.
+func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
+	const caps = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	calls := []string{
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`,
+		`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"execute_js","arguments":{"code":"throw new TypeError('no')"}}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1","bogus":1}}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"[1,'x',{a:null}]"},"_meta":{"progressToken":7}}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'new'"},"_meta":{` + caps + `}}}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"_meta":{` + caps + `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"copy_then_sync","arguments":{"action":"status","workspaceId":"nope"}}}`,
+		`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"execute_js"}}`,
+		// Left to the SDK by the direct path: unknown tool, unknown protocol version,
+		// missing capabilities, other params.
+		`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"nope","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"task":{}}}`,
+	}
+	run := func(noDirect bool) ([]string, int64) {
+		ss := startStdio(t, noDirect)
+		// A call before initialize is the SDK's to refuse.
+		ss.send(calls[0])
+		before := ss.next()
+		ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		ss.next()
+		ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		replies := []string{before}
+		for _, c := range calls {
+			ss.send(c)
+			replies = append(replies, durations.ReplaceAllString(ss.next(), "$1:0"))
+		}
+		var direct int64
+		if ss.tr.direct != nil {
+			direct = ss.tr.direct.answered.Load()
+		}
+		return replies, direct
+	}
+	sdk, n := run(true)
+	if n != 0 {
+		t.Fatalf("%d calls took the direct path with it off", n)
+	}
+	direct, n := run(false)
+	if n != 8 {
+		t.Errorf("%d calls took the direct path, want 8", n)
+	}
+	for i := range sdk {
+		if direct[i] != sdk[i] {
+			t.Errorf("reply %d differs:\ndirect: %s\nsdk:    %s", i, direct[i], sdk[i])
+		}
+	}
+	if !strings.Contains(direct[0], "invalid during session initialization") {
+		t.Errorf("a call before initialize was answered: %s", direct[0])
+	}
+	if !strings.Contains(direct[5], `modelcontextprotocol/serverInfo"`) {
+		t.Errorf("2026-07-28 call without its annotations: %s", direct[5])
+	}
+}
+
+// TestDirectCallsCancelAndDuplicateIDs: a direct call is cancelled by
+// notifications/cancelled, a second request with the id of one in progress is
+// refused (id null), and reading goes on while a call runs.
+func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
+	ss := startStdio(t, false)
+	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.next()
+	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"await new Promise(() => {})","timeoutMs":10000}}}`)
+	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"}}}`)
+	if l := ss.next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
+		t.Errorf("duplicate id: %s", l)
+	}
+	ss.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if l := ss.next(); !strings.Contains(l, `"id":6`) {
+		t.Errorf("ping during a call: %s", l)
+	}
+	start := time.Now()
+	ss.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
+	l := ss.next()
+	if !strings.Contains(l, `"id":5`) || !strings.Contains(l, "the client cancelled the request: test") {
+		t.Errorf("cancelled call: %s", l)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancel took %v", d)
+	}
+	// Positive control: the same id is free again and an ordinary call succeeds.
+	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
+	if l := ss.next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `"result\":42`) {
+		t.Errorf("call after cancel: %s", l)
+	}
+	if n := ss.tr.direct.answered.Load(); n != 2 {
+		t.Errorf("%d direct calls, want 2", n)
+	}
+}
