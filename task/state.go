@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 )
 
@@ -38,14 +37,14 @@ func DefaultTasksDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "autobox-tasks"), nil
 }
 
-var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeNameChars = lazyRegexp(`[^A-Za-z0-9._-]+`)
 
 // projectSlug is "<base>-<8 hex of sha256(root)>": readable, and distinct for two projects
 // with the same base name. The base is reduced to safe characters so that it can also be
 // part of a container name.
 func projectSlug(root string) string {
 	sum := sha256.Sum256([]byte(root))
-	base := unsafeNameChars.ReplaceAllString(filepath.Base(root), "_")
+	base := unsafeNameChars().ReplaceAllString(filepath.Base(root), "_")
 	for len(base) > 0 && (base[0] == '.' || base[0] == '_' || base[0] == '-') {
 		base = base[1:]
 	}

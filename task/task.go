@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Sandbox is the per-task shape an orchestrator wraps a harness in. Implementations are safe
@@ -85,7 +86,7 @@ var (
 // MaxIDLength bounds task ids, which become path components, branch names and container names.
 const MaxIDLength = 64
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var idPattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ValidateID accepts ids of 1 to MaxIDLength characters from [A-Za-z0-9._-] that start with
 // a letter or digit, contain no "..", and do not end in "." or ".lock" (both are refused in
@@ -96,7 +97,7 @@ func ValidateID(id string) error {
 		return fmt.Errorf("%w: empty", ErrInvalidID)
 	case len(id) > MaxIDLength:
 		return fmt.Errorf("%w: %d characters, more than %d", ErrInvalidID, len(id), MaxIDLength)
-	case !idPattern.MatchString(id):
+	case !idPattern().MatchString(id):
 		return fmt.Errorf("%w: %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", ErrInvalidID, id)
 	case strings.Contains(id, ".."):
 		return fmt.Errorf("%w: %q contains \"..\"", ErrInvalidID, id)
@@ -109,7 +110,7 @@ func ValidateID(id string) error {
 // Branch is the git branch of task id.
 func Branch(id string) string { return "autobox/" + id }
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // envNames returns the names of env (NAME=value or NAME entries) in order, without repeats.
 func envNames(env ...[]string) ([]string, error) {
@@ -118,7 +119,7 @@ func envNames(env ...[]string) ([]string, error) {
 	for _, list := range env {
 		for _, kv := range list {
 			name, _, _ := strings.Cut(kv, "=")
-			if !envNamePattern.MatchString(name) {
+			if !envNamePattern().MatchString(name) {
 				return nil, fmt.Errorf("%w: environment variable name %q", ErrInvalid, name)
 			}
 			if !seen[name] {
@@ -146,4 +147,10 @@ func withEnv(base, extra []string) []string {
 		}
 	}
 	return env
+}
+
+// lazyRegexp compiles a pattern on first use: package variables are initialized in
+// every autobox process, JS workers included, which never use them.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }
