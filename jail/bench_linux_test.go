@@ -28,8 +28,8 @@ func BenchmarkStartWait(b *testing.B) {
 	}{
 		{"fresh/sandboxed", false, func(s *Spec) (*Tree, error) { return Start(exe, s, devnull, devnull) }},
 		{"fresh/unsafe", true, func(s *Spec) (*Tree, error) { return Start(exe, s, devnull, devnull) }},
-		{"pool/sandboxed", false, func(s *Spec) (*Tree, error) { return pool.Start(s, devnull, devnull) }},
-		{"pool/unsafe", true, func(s *Spec) (*Tree, error) { return pool.Start(s, devnull, devnull) }},
+		{"pool/sandboxed", false, func(s *Spec) (*Tree, error) { return pool.Start(s, devnull, devnull, 0) }},
+		{"pool/unsafe", true, func(s *Spec) (*Tree, error) { return pool.Start(s, devnull, devnull, 0) }},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			spec := &Spec{Argv: []string{"/bin/echo", "hi"}, Sandbox: basePolicy(b), Unsafe: mode.unsafe}

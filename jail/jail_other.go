@@ -42,7 +42,9 @@ type Pool struct{}
 func NewPool(exe string, size int) *Pool { return &Pool{} }
 
 // Start fails: there is no launcher on this platform.
-func (p *Pool) Start(spec *Spec, stdout, stderr *os.File) (*Tree, error) { return nil, errPlatform }
+func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, error) {
+	return nil, errPlatform
+}
 
 // Close does nothing.
 func (p *Pool) Close() {}
@@ -52,6 +54,9 @@ func (t *Tree) Pid() int { return 0 }
 
 // Wait reports that nothing ran.
 func (t *Tree) Wait() (Result, error) { return Result{ExitCode: -1}, errPlatform }
+
+// OOMKilled returns false.
+func (t *Tree) OOMKilled() bool { return false }
 
 // Kill does nothing.
 func (t *Tree) Kill() {}

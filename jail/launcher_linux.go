@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Inherited descriptors of the launcher; see the diagram in proto.go.
@@ -37,26 +39,12 @@ func LauncherMain() {
 	os.Exit(launch())
 }
 
-type started struct {
-	pid     int
-	err     error
-	sandbox bool // err came from RestrictThread
-}
-
-type exited struct {
-	status unix.WaitStatus
-	empty  bool // the launcher had no other children when the command was reaped
-}
-
-// command is what runCommand needs once the spec has arrived.
-type command struct {
-	spec   *Spec
-	path   string
-	stdout int
-	stderr int
-}
-
 func launch() int {
+	// Everything from the spec on happens on this goroutine and thread: it is
+	// restricted (nothing else may run on it), the command's Pdeathsig is tied
+	// to it, and it reaps; hand-offs between goroutines would cost the call
+	// thread wake-ups. init() locked it already in autobox, not in tests.
+	runtime.LockOSThread()
 	status := os.NewFile(statusFD, "status")
 	fail := func(kind string, err error) int {
 		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
@@ -81,13 +69,12 @@ func launch() int {
 	go func() { <-sig; requestStop() }()
 
 	// Do what does not depend on the spec while waiting for it (a pooled
-	// launcher waits long): probe the kernel, start and lock the thread.
+	// launcher waits long): probe the kernel, build the usual seccomp filter,
+	// and have encoding/json build its codecs for frames (the first decode of
+	// a spec costs hundreds of µs otherwise).
 	Probe()
-	cmdc := make(chan command, 1)
-	startc := make(chan started, 1)
-	exitc := make(chan exited, 1)
-	empty := make(chan struct{})
-	go runCommand(cmdc, startc, exitc, empty)
+	_, _ = sandboxFilter(false)
+	warmFrames()
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	spec, fds, err := readSpec(ctl)
@@ -102,16 +89,15 @@ func launch() int {
 		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
 		return 0
 	}
-	cmdc <- command{spec: spec, path: path, stdout: fds[0], stderr: fds[1]}
-	st := <-startc
-	if st.err != nil {
-		if st.sandbox {
-			return fail(errKindSandbox, st.err)
+	pid, restricting, err := startCommand(spec, path, fds)
+	if err != nil {
+		if restricting {
+			return fail(errKindSandbox, err)
 		}
-		_ = writeFrame(status, &message{Type: msgSpawnError, Error: st.err.Error()})
+		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
 		return 0
 	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: st.pid})
+	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid})
 	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
 	// the control socket means: stop now.
 	go func() {
@@ -119,29 +105,37 @@ func launch() int {
 		_, _ = ctl.Read(b[:])
 		requestStop()
 	}()
-
-	var ex exited
-	reaped := false
-	select {
-	case ex = <-exitc:
-		reaped = true
-	case <-stop:
-	}
-	if !reaped || !ex.empty {
-		killUntilEmpty(empty)
-	}
-	if !reaped {
-		ex = <-exitc
-	}
+	// A stop request, or the command leaving processes behind, kills every
+	// descendant, round after round, until reap has seen the last of them.
+	empty := make(chan struct{})
+	go func() {
+		select {
+		case <-stop:
+			killUntilEmpty(empty)
+		case <-empty:
+		}
+	}()
+	ws := reap(pid, requestStop)
+	close(empty)
 	msg := &message{Type: msgExit}
 	switch {
-	case ex.status.Exited():
-		msg.Code = ex.status.ExitStatus()
-	case ex.status.Signaled():
-		msg.Code, msg.Signal = -1, unix.SignalName(ex.status.Signal())
+	case ws.Exited():
+		msg.Code = ws.ExitStatus()
+	case ws.Signaled():
+		msg.Code, msg.Signal = -1, unix.SignalName(ws.Signal())
 	}
 	_ = writeFrame(status, msg)
 	return 0
+}
+
+// warmFrames decodes and encodes frames like those of a call, and drops them.
+func warmFrames() {
+	frame, err := encodeFrame(&message{Type: msgSpec, Spec: &Spec{Argv: []string{"true"}, Env: []string{"PATH=/bin"},
+		Sandbox: policy.Sandbox{ReadOnly: []string{"/usr"}, ReadWrite: []string{"/tmp"}, Devices: []string{"/dev/null"}}}})
+	if err == nil {
+		_, _ = readFrame(bytes.NewReader(frame))
+	}
+	_, _ = encodeFrame(&message{Type: msgStarted, Pid: 1})
 }
 
 // readSpec reads the spec frame and the two descriptors (stdout, stderr)
@@ -182,86 +176,68 @@ func readSpec(ctl *os.File) (*Spec, [2]int, error) {
 	return m.Spec, fds, nil
 }
 
-// runCommand restricts its own thread and starts the command from it. The
-// thread stays locked and alive until the launcher has no children left: it
-// is restricted (nothing else may run on it), and the command's Pdeathsig is
-// tied to it.
-func runCommand(cmdc <-chan command, startc chan<- started, exitc chan<- exited, empty chan<- struct{}) {
-	runtime.LockOSThread()
-	defer close(empty)
-	c := <-cmdc
-	spec := c.spec
+// startCommand restricts the calling thread (locked, for good) and starts the
+// command from it. restricting reports an error from the sandbox's set-up,
+// which may leave the thread partly restricted.
+func startCommand(spec *Spec, path string, fds [2]int) (pid int, restricting bool, err error) {
+	// The command has its own copies once started. Closing ours means the
+	// supervisor sees end-of-file as soon as the command's tree is gone, not
+	// when the launcher exits.
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
 	if spec.Cgroup != "" {
 		// The launcher joins first (while it may still write /sys), so the command
 		// and everything it starts are born inside the limit.
 		if err := os.WriteFile(spec.Cgroup, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			startc <- started{err: fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err), sandbox: true}
-			return
+			return 0, true, fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err)
 		}
 	}
 	if !spec.Unsafe {
 		if err := readOnlyMounts(&spec.Sandbox); err != nil {
-			startc <- started{err: fmt.Errorf("%w: %w", ErrSandbox, err), sandbox: true}
-			return
+			return 0, true, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
 		if err := RestrictThread(&spec.Sandbox); err != nil {
-			startc <- started{err: err, sandbox: true}
-			return
+			return 0, true, err
 		}
 	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
 	}
-	pid, err := syscall.ForkExec(c.path, spec.Argv, &syscall.ProcAttr{
+	pid, err = syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   env,
-		Files: []uintptr{0, uintptr(c.stdout), uintptr(c.stderr)},
+		Files: []uintptr{0, uintptr(fds[0]), uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
-	// The command has its own copies now. Closing ours means the supervisor sees
-	// end-of-file as soon as the command's tree is gone, not when the launcher exits.
-	unix.Close(c.stdout)
-	unix.Close(c.stderr)
 	if err != nil {
-		startc <- started{err: fmt.Errorf("exec %s: %w", c.path, err)}
-		return
+		return 0, false, fmt.Errorf("exec %s: %w", path, err)
 	}
-	startc <- started{pid: pid}
-	reap(pid, exitc)
+	return pid, false, nil
 }
 
-// reap collects every child until none is left. ECHILD means no children
-// and therefore no descendants: an orphan is always reparented to us.
-func reap(cmd int, exitc chan<- exited) {
-	var ws unix.WaitStatus
+// reap collects every child until none is left, and returns the command's
+// wait status. ECHILD means no children and therefore no descendants: an
+// orphan is always reparented to us. If the command leaves processes behind,
+// reap calls leftover (to have them killed) and goes on.
+func reap(cmd int, leftover func()) unix.WaitStatus {
+	var ws, status unix.WaitStatus
+	flags := 0
 	for {
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
+		pid, err := unix.Wait4(-1, &ws, flags, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
 			continue
-		}
-		if err != nil {
-			return
-		}
-		if pid != cmd {
-			continue
-		}
-		ex := exited{status: ws}
-		// Usually the command leaves nothing behind; finding that out here
-		// spares the common case a scan of /proc.
-		for {
-			p, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			ex.empty = errors.Is(err, unix.ECHILD)
-			if err != nil || p == 0 {
-				break
-			}
-		}
-		exitc <- ex
-		if ex.empty {
-			return
+		case err != nil:
+			return status
+		case pid == cmd:
+			status = ws
+			// Usually the command leaves nothing behind; finding that out
+			// here spares the common case a scan of /proc.
+			flags = unix.WNOHANG
+		case pid == 0: // children left after the command
+			leftover()
+			flags = 0
 		}
 	}
 }

@@ -1,12 +1,14 @@
 package jail
 
 import (
+	"errors"
 	"os"
 	"sync"
 )
 
 // Pool keeps launchers started ahead of time, so that Start pays neither for
-// the launcher's fork/exec nor for its runtime start: only for sending the
+// the launcher's fork/exec nor for its runtime start, nor for moving it into
+// its memory cgroup (see memCgroups): only for setting the limit, sending the
 // spec and starting the command. A used launcher is replaced when its tree
 // finishes; with calls back to back, a size of 2 keeps one ready. Each idle
 // launcher is a process plus one locked supervisor thread (its Pdeathsig
@@ -14,7 +16,7 @@ import (
 type Pool struct {
 	exe   string
 	ready chan *Tree
-	wg    sync.WaitGroup
+	wg    sync.WaitGroup // refills, and trees handed out until their cgroup is gone
 
 	mu     sync.Mutex
 	closed bool
@@ -32,8 +34,9 @@ func NewPool(exe string, size int) *Pool {
 	return p
 }
 
-// refill starts one launcher in the background and parks it in ready.
-func (p *Pool) refill() {
+// goTracked runs f in a goroutine that Close waits for, unless the pool is
+// closed.
+func (p *Pool) goTracked(f func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -42,7 +45,14 @@ func (p *Pool) refill() {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		t, err := spawn(p.exe)
+		f()
+	}()
+}
+
+// refill starts one launcher in the background and parks it in ready.
+func (p *Pool) refill() {
+	p.goTracked(func() {
+		t, err := spawn(p.exe, probeCgroups().create())
 		if err != nil {
 			return // Start spawns on demand and reports the error
 		}
@@ -57,7 +67,7 @@ func (p *Pool) refill() {
 		}
 		p.mu.Unlock()
 		release(t)
-	}()
+	})
 }
 
 // release ends an unused launcher.
@@ -68,37 +78,58 @@ func release(t *Tree) {
 }
 
 // Start is jail.Start with a launcher from the pool (or a new one if none is
-// ready); the pool is refilled in the background.
-func (p *Pool) Start(spec *Spec, stdout, stderr *os.File) (*Tree, error) {
+// ready); the pool is refilled in the background. memory > 0 is a hard limit
+// in bytes on the memory of the whole tree, where the host lets this process
+// make cgroups (see Tree.OOMKilled); 0 sets none.
+func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, error) {
 	if err := checkSpec(spec, stdout, stderr); err != nil {
 		return nil, err
 	}
 	for {
 		var t *Tree
+		pooled := true
 		select {
 		case t = <-p.ready:
-			// Refill once this tree is done, not now: starting a launcher
-			// while the command runs competes with it for the CPU.
-			go func() { <-t.finished; p.refill() }()
 		default:
 			p.refill() // a failed refill must not leave the pool empty for good
-			return spawnAndSend(p.exe, spec, stdout, stderr)
+			var err error
+			if t, err = spawn(p.exe, probeCgroups().create()); err != nil {
+				return nil, err
+			}
+			pooled = false
 		}
+		p.handOut(t)
 		select {
 		case <-t.finished: // died while idle (killed from outside?)
 			release(t)
 			continue
 		default:
 		}
-		if err := t.send(spec, stdout, stderr); err == nil {
+		err := t.send(spec, stdout, stderr, memory)
+		if err == nil {
 			return t, nil
 		}
 		release(t)
+		if !pooled || !errors.Is(err, ErrLauncher) {
+			return nil, err
+		}
 	}
 }
 
-// Close ends the idle launchers and waits for them; trees already started
-// are not affected. Start after Close spawns launchers on demand.
+// handOut refills the pool once t is done, not now: starting a launcher while
+// the command runs competes with it for the CPU. Close waits for t's cgroup to
+// be removed.
+func (p *Pool) handOut(t *Tree) {
+	p.goTracked(func() {
+		<-t.finished
+		p.refill()
+		<-t.reaped
+	})
+}
+
+// Close ends the idle launchers and waits for them, and for the trees already
+// started to end (it does not end them) and their cgroups to be removed.
+// Start after Close spawns launchers on demand.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true

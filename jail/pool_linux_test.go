@@ -23,7 +23,7 @@ func TestPool(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			out := tempFile(t)
-			tree, err := pool.Start(&Spec{Argv: []string{"/bin/echo", fmt.Sprint(i)}, Sandbox: p}, out, out)
+			tree, err := pool.Start(&Spec{Argv: []string{"/bin/echo", fmt.Sprint(i)}, Sandbox: p}, out, out, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -51,7 +51,7 @@ func TestPool(t *testing.T) {
 	<-idle.reaped
 	out := tempFile(t)
 	for i := 0; i < 3; i++ { // whichever launcher it gets, the command runs
-		tree, err := pool.Start(&Spec{Argv: []string{"/bin/echo", "again"}, Sandbox: p}, out, out)
+		tree, err := pool.Start(&Spec{Argv: []string{"/bin/echo", "again"}, Sandbox: p}, out, out, 0)
 		if err != nil {
 			t.Fatalf("Start after an idle launcher died: %v", err)
 		}
@@ -80,7 +80,7 @@ func TestPool(t *testing.T) {
 		t.Errorf("%d idle launchers left after Close", idlePids)
 	}
 	// Start after Close still works, without the pool.
-	tree, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: p}, out, out)
+	tree, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: p}, out, out, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package jail
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -26,10 +27,9 @@ func RestrictThread(p *policy.Sandbox) error {
 	if err := st.Check(p); err != nil {
 		return err
 	}
-	arch, _ := seccomp.ArchFor(runtime.GOARCH) // Check verified it exists
-	filter, err := seccomp.Sandbox(arch, seccomp.Options{AllowNetwork: p.AllowNetwork})
+	filter, err := sandboxFilter(p.AllowNetwork)
 	if err != nil {
-		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
+		return err
 	}
 	ruleset, err := newRuleset(p, st.LandlockABI)
 	if err != nil {
@@ -50,6 +50,32 @@ func RestrictThread(p *policy.Sandbox) error {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	return nil
+}
+
+// sandboxFilters are the two seccomp filters RestrictThread loads, built once
+// each (the launcher builds the usual one while it waits for its spec).
+var sandboxFilters = [2]func() ([]unix.SockFilter, error){
+	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(false) }),
+	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(true) }),
+}
+
+func sandboxFilter(allowNetwork bool) ([]unix.SockFilter, error) {
+	if allowNetwork {
+		return sandboxFilters[1]()
+	}
+	return sandboxFilters[0]()
+}
+
+func buildSandboxFilter(allowNetwork bool) ([]unix.SockFilter, error) {
+	arch, ok := seccomp.ArchFor(runtime.GOARCH)
+	if !ok {
+		return nil, fmt.Errorf("%w: no seccomp filter for %s", ErrUnsupported, runtime.GOARCH)
+	}
+	raw, err := seccomp.Sandbox(arch, seccomp.Options{AllowNetwork: allowNetwork})
+	if err != nil {
+		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
+	}
+	return sockFilter(raw), nil
 }
 
 // ForbidExecAllThreads makes execve and execveat fail with EPERM on every
@@ -73,7 +99,7 @@ func ForbidExecAllThreads() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
 	}
-	tid, err := loadFilter(filter, unix.SECCOMP_FILTER_FLAG_TSYNC)
+	tid, err := loadFilter(sockFilter(filter), unix.SECCOMP_FILTER_FLAG_TSYNC)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
@@ -83,13 +109,17 @@ func ForbidExecAllThreads() error {
 	return nil
 }
 
-// loadFilter installs a filter on the calling thread (all threads with TSYNC).
-// With TSYNC a positive return is the id of a thread that could not be synced.
-func loadFilter(raw []bpf.RawInstruction, flags uintptr) (int, error) {
+func sockFilter(raw []bpf.RawInstruction) []unix.SockFilter {
 	insns := make([]unix.SockFilter, len(raw))
 	for i, r := range raw {
 		insns[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
+	return insns
+}
+
+// loadFilter installs a filter on the calling thread (all threads with TSYNC).
+// With TSYNC a positive return is the id of a thread that could not be synced.
+func loadFilter(insns []unix.SockFilter, flags uintptr) (int, error) {
 	prog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
 	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
 	runtime.KeepAlive(insns)

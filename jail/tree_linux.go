@@ -30,6 +30,8 @@ type Tree struct {
 	ctl      *os.File // our end of the control socket; closing it means "stop"
 	killOnce sync.Once
 	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
+	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
+	oomKills int         // OOM kills in cgroup, set before finished
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -61,11 +63,11 @@ func Start(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
 }
 
 func spawnAndSend(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
-	t, err := spawn(exe)
+	t, err := spawn(exe, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.send(spec, stdout, stderr); err != nil {
+	if err := t.send(spec, stdout, stderr, 0); err != nil {
 		t.Kill()
 		return nil, err
 	}
@@ -85,8 +87,27 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	return Probe().Check(&spec.Sandbox)
 }
 
-// spawn starts a launcher, which then waits for its spec.
-func spawn(exe string) (*Tree, error) {
+// spawn starts a launcher, which then waits for its spec, in cg if not nil. cg
+// is removed once the launcher has been reaped, whatever happens.
+func spawn(exe string, cg *memCgroup) (*Tree, error) {
+	t, err := fork(exe, cg)
+	if err != nil {
+		if cg != nil {
+			cg.remove()
+		}
+		return nil, err
+	}
+	if cg != nil {
+		if err := cg.join(t.pid); err != nil {
+			release(t)
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// fork starts a launcher; its cgroup (if any) is removed after it is reaped.
+func fork(exe string, cg *memCgroup) (*Tree, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", os.DevNull, err)
@@ -111,7 +132,7 @@ func spawn(exe string) (*Tree, error) {
 	}
 	defer statusW.Close()
 
-	t := &Tree{ctl: ctl, finished: make(chan struct{}), reaped: make(chan struct{})}
+	t := &Tree{ctl: ctl, cgroup: cg, finished: make(chan struct{}), reaped: make(chan struct{})}
 	null := devnull.Fd()
 	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
 	forked := make(chan error, 1)
@@ -124,12 +145,18 @@ func spawn(exe string) (*Tree, error) {
 	return t, nil
 }
 
-// send hands the launcher its command. stdout and stderr go along as
+// send limits the launcher's cgroup (if any) to memory bytes (0: no limit)
+// and hands the launcher its command. stdout and stderr go along as
 // SCM_RIGHTS with the first bytes of the frame.
-func (t *Tree) send(spec *Spec, stdout, stderr *os.File) error {
+func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
 	frame, err := encodeFrame(&message{Type: msgSpec, Spec: spec})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	if t.cgroup != nil {
+		if err := t.cgroup.setLimit(memory); err != nil {
+			return err
+		}
 	}
 	// Fd puts the files into blocking mode; the command shares that mode.
 	rights := unix.UnixRights(int(stdout.Fd()), int(stderr.Fd()))
@@ -181,8 +208,15 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	}
 	t.pid = pid
 	forked <- nil
-	t.collect(status)
+	// Another goroutine reads the launcher's reports: waking this locked
+	// thread for each of them would cost the call a thread hand-off.
+	reported := make(chan report, 1)
+	go func() { reported <- t.readStatus(status) }()
+	t.reap(reported)
 	t.closeCtl()
+	if t.cgroup != nil {
+		t.cgroup.remove()
+	}
 	close(t.reaped)
 }
 
@@ -194,39 +228,51 @@ func (t *Tree) publish(res Result, err error) {
 	})
 }
 
-// collect reads the launcher's reports until it exits, then reaps it.
-func (t *Tree) collect(status *os.File) {
-	res := Result{ExitCode: -1}
-	var failure error
-	final := false // the launcher reported an end, so its tree is empty
-	for !final {
+// report is what the launcher's frames told.
+type report struct {
+	res     Result
+	failure error
+	final   bool // the launcher reported an end, so its tree is empty
+}
+
+// readStatus reads the launcher's reports until it exits, and publishes the
+// result at once if it reported an end.
+func (t *Tree) readStatus(status *os.File) report {
+	defer status.Close()
+	r := report{res: Result{ExitCode: -1}}
+	for !r.final {
 		m, err := readFrame(status)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				failure = fmt.Errorf("%w: reading status: %w", ErrLauncher, err)
+				r.failure = fmt.Errorf("%w: reading status: %w", ErrLauncher, err)
 			}
 			break
 		}
 		switch m.Type {
 		case msgStarted:
-			res.Started = true
+			r.res.Started = true
 		case msgSpawnError:
-			res.SpawnError, final = m.Error, true
+			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
-			res.ExitCode, res.Signal, final = m.Code, m.Signal, true
+			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
 		case msgError:
-			final = true
-			failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}
+			r.final = true
+			r.failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}
 		default:
-			failure = fmt.Errorf("%w: unexpected %q frame", ErrLauncher, m.Type)
+			r.failure = fmt.Errorf("%w: unexpected %q frame", ErrLauncher, m.Type)
 		}
 	}
-	if final {
+	if r.final {
 		// Only the launcher's own exit is left: do not make Wait pay for it.
-		t.publish(res, failure)
+		t.oomKills = t.cgroup.oomKills() // asked for after Wait, when the cgroup may be gone
+		t.publish(r.res, r.failure)
 	}
-	status.Close()
+	return r
+}
 
+// reap waits for the launcher to exit, sweeps its tree if it did not report
+// an end, reaps it and publishes the result if readStatus did not.
+func (t *Tree) reap(reported <-chan report) {
 	// Wait for the exit without reaping: until we reap it, the launcher's pid
 	// (which is also its session id) cannot be reused, so sweep can find
 	// descendants that were orphaned to init by session.
@@ -237,7 +283,8 @@ func (t *Tree) collect(status *os.File) {
 			break
 		}
 	}
-	if !final && !t.released.Load() {
+	r := <-reported // at EOF now: the launcher held the pipe's only write end
+	if !r.final && !t.released.Load() {
 		sweep(t.pid)
 	}
 	var ws unix.WaitStatus
@@ -252,15 +299,22 @@ func (t *Tree) collect(status *os.File) {
 	forced := t.forced
 	t.mu.Unlock()
 
+	if !r.final {
+		t.oomKills = t.cgroup.oomKills()
+	}
 	switch {
-	case failure != nil, final:
-		t.publish(res, failure)
+	case r.failure != nil, r.final:
+		t.publish(r.res, r.failure)
 	case forced:
-		t.publish(res, fmt.Errorf("%w: killed after it did not stop within %v", ErrLauncher, killGrace))
+		t.publish(r.res, fmt.Errorf("%w: killed after it did not stop within %v", ErrLauncher, killGrace))
 	default:
-		t.publish(res, fmt.Errorf("%w: exited without reporting the command's status (%s)", ErrLauncher, describeWait(ws)))
+		t.publish(r.res, fmt.Errorf("%w: exited without reporting the command's status (%s)", ErrLauncher, describeWait(ws)))
 	}
 }
+
+// OOMKilled reports whether the kernel's OOM killer ended a process of the tree
+// for exceeding the memory limit given to Pool.Start. Call it after Wait.
+func (t *Tree) OOMKilled() bool { return t.oomKills > 0 }
 
 // Pid is the launcher's pid: the root of the tree, whose descendants are the
 // command's processes.

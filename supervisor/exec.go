@@ -157,17 +157,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		return nil, err
 	}
 	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}
-	// The kernel's hard limit, where the host lets us make cgroups; the watchdog below
-	// acts first in the common case and is the only guard elsewhere.
-	var oomKills func() int
-	if procs, ooms, remove, ok := probeCgroups().create(c.memoryMb); ok {
-		cmd.Cgroup, oomKills = procs, ooms
-		s.background.Add(1)
-		defer func() {
-			go func() { defer s.background.Done(); remove() }()
-		}()
-	}
-	tree, err := s.runner.start(cmd, so, se)
+	tree, err := s.runner.start(cmd, int64(c.memoryMb)<<20, so, se)
 	so.Close()
 	se.Close()
 	if err != nil {
@@ -180,7 +170,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		stdout.abort()
 		stderr.abort()
-		tree.Wait()
+		tree.Kill()
 		return nil, err
 	}
 	defer forget()
@@ -216,7 +206,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if werr != nil {
 		return nil, werr
 	}
-	if killedBy == "" && oomKills != nil && oomKills() > 0 {
+	if killedBy == "" && oomKilled(tree) {
 		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
 	}
 	out.Signal = res.Signal

@@ -20,10 +20,19 @@ type tree interface {
 }
 
 // runner starts commands under the platform's OS sandbox (jail on Linux, seatbelt on
-// macOS) or refuses where there is none.
+// macOS) or refuses where there is none. memory is the tree's memory limit in bytes:
+// the RSS watchdog (watchRSS) enforces it everywhere, and the jail also sets it as
+// the kernel's hard limit where the host lets it make cgroups.
 type runner interface {
-	start(c *policy.Command, stdout, stderr *os.File) (tree, error)
+	start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error)
 	close()
+}
+
+// oomKilled reports whether the kernel's OOM killer ended a process of t for going
+// over the kernel's limit (only trees with one can tell).
+func oomKilled(t tree) bool {
+	k, ok := t.(interface{ OOMKilled() bool })
+	return ok && k.OOMKilled()
 }
 
 // rssPoll is how often the watchdog measures a command tree.

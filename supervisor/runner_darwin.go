@@ -20,7 +20,7 @@ func (r *seatbeltRunner) close() {}
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
-func (r *seatbeltRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
+func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
 	if err := seatbelt.Available(); err != nil && !c.Unsafe {
 		return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 	}

@@ -34,14 +34,14 @@ func (r *jailRunner) close() {
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
-func (r *jailRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
+func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
 			return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 		}
 	}
 	r.once.Do(func() { r.pool = jail.NewPool(r.exe, launcherPool) })
-	t, err := r.pool.Start(c, stdout, stderr)
+	t, err := r.pool.Start(c, stdout, stderr, memory)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func newRunner(exe string, unsafe bool) runner { return refusingRunner{} }
 
 func (refusingRunner) close() {}
 
-func (refusingRunner) start(c *policy.Command, stdout, stderr *os.File) (tree, error) {
+func (refusingRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
 }
 

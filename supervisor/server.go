@@ -66,7 +66,6 @@ type Server struct {
 	mu         sync.Mutex
 	trees      map[tree]bool // running exec_command trees, killed by Close
 	inflight   sync.WaitGroup
-	background sync.WaitGroup // clean-ups that outlive their call (cgroups); Close waits
 	closed     bool
 }
 
@@ -135,7 +134,6 @@ func (s *Server) Close() {
 		s.log.Warn("calls still running 5s after shutdown began")
 	}
 	s.scratch.close()
-	s.background.Wait()
 }
 
 // track registers a running tree so Close can end it; the returned func forgets it.

@@ -1,0 +1,152 @@
+package jail
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// A Pool puts each launcher in a memory cgroup of its own, below this process's own,
+// and Start gives it a hard limit: the kernel's backstop behind the supervisor's RSS
+// watchdog (which polls, and can be outrun by a fast allocator). It is done where the
+// host lets this process create cgroups (root on cgroup v1, or a delegated cgroup v2
+// subtree); elsewhere the watchdog alone enforces the limit.
+//
+// The launcher joins its cgroup while it waits in the pool: moving a process between
+// cgroups waits for an RCU grace period (milliseconds), and a call should not.
+type memCgroups struct {
+	base  string // directory new cgroups go in
+	v2    bool
+	limit string // file that takes the limit in bytes
+}
+
+// cgroupSlack is what the launcher itself may use beyond the command's limit; it is
+// also the limit of an idle launcher.
+const cgroupSlack = 32 << 20
+
+var probeCgroups = sync.OnceValue(func() *memCgroups {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var candidates []*memCgroups
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[1] == "" && parts[0] == "0":
+			candidates = append(candidates, &memCgroups{base: filepath.Join("/sys/fs/cgroup", parts[2]), v2: true, limit: "memory.max"})
+		case strings.Contains(","+parts[1]+",", ",memory,"):
+			candidates = append(candidates, &memCgroups{base: filepath.Join("/sys/fs/cgroup/memory", parts[2]), limit: "memory.limit_in_bytes"})
+		}
+	}
+	for _, c := range candidates {
+		if c.v2 {
+			b, err := os.ReadFile(filepath.Join(c.base, "cgroup.subtree_control"))
+			if err != nil || !strings.Contains(string(b), "memory") {
+				continue
+			}
+		}
+		probe := filepath.Join(c.base, "autobox-probe-"+uuid.NewString())
+		if os.Mkdir(probe, 0o755) != nil {
+			continue
+		}
+		_, err := os.Stat(filepath.Join(probe, c.limit))
+		os.Remove(probe)
+		if err == nil {
+			return c
+		}
+	}
+	return nil
+})
+
+// memCgroup is one launcher's cgroup.
+type memCgroup struct {
+	*memCgroups
+	dir string
+}
+
+// create makes a cgroup for an idle launcher, limited to cgroupSlack; nil when the host offers no cgroups
+// to this process (or this one could not be made: the watchdog still guards).
+func (c *memCgroups) create() *memCgroup {
+	if c == nil {
+		return nil
+	}
+	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString())}
+	if os.Mkdir(g.dir, 0o755) != nil {
+		return nil
+	}
+	if os.WriteFile(filepath.Join(g.dir, c.limit), []byte(strconv.Itoa(cgroupSlack)), 0) != nil {
+		os.Remove(g.dir)
+		return nil
+	}
+	return g
+}
+
+// join moves pid and all its threads into the cgroup.
+func (g *memCgroup) join(pid int) error {
+	if err := os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err)
+	}
+	return nil
+}
+
+// setLimit limits the cgroup to memory bytes plus the launcher's slack; memory 0
+// lifts the limit.
+func (g *memCgroup) setLimit(memory int64) error {
+	limit := strconv.FormatInt(memory+cgroupSlack, 10)
+	switch {
+	case memory > 0:
+	case g.v2:
+		limit = "max"
+	default:
+		limit = "-1"
+	}
+	if err := os.WriteFile(filepath.Join(g.dir, g.limit), []byte(limit), 0); err != nil {
+		return fmt.Errorf("%w: setting the memory cgroup's limit: %w", ErrSandbox, err)
+	}
+	return nil
+}
+
+// oomKills is how many processes the kernel's OOM killer ended in the cgroup (0
+// without one).
+func (g *memCgroup) oomKills() int {
+	if g == nil {
+		return 0
+	}
+	events := "memory.oom_control"
+	if g.v2 {
+		events = "memory.events"
+	}
+	b, _ := os.ReadFile(filepath.Join(g.dir, events))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "oom_kill" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
+}
+
+// remove deletes the cgroup once its launcher has been reaped. The kernel may take a
+// moment to let go of processes that just died: it retries for a while.
+func (g *memCgroup) remove() {
+	for i := 0; i < 100; i++ {
+		if err := os.Remove(g.dir); err == nil || os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "autobox: could not remove cgroup %s\n", g.dir)
+}
