@@ -152,26 +152,23 @@ func (c *lineConn) directCall(req *jsonrpc.Request) *directCall {
 	if c.direct == nil || req == nil || req.Method != "tools/call" || !req.ID.IsValid() || !c.direct.ready() {
 		return nil
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(req.Params, &params) != nil {
+	var params struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.Params))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&params) != nil || params.Name == nil {
 		return nil
 	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil {
-		return nil
-	}
-	for k := range params {
-		if k != "name" && k != "arguments" && k != "_meta" {
-			return nil
-		}
-	}
-	d := &directCall{call: c.direct.tools[name], args: params["arguments"]}
+	d := &directCall{call: c.direct.tools[*params.Name], args: params.Arguments}
 	if d.call == nil {
 		return nil
 	}
-	if meta, ok := params["_meta"]; ok {
+	if params.Meta != nil {
 		var ok bool
-		if d.newProtocol, ok = newProtocolMeta(meta); !ok {
+		if d.newProtocol, ok = newProtocolMeta(params.Meta); !ok {
 			return nil
 		}
 	}
@@ -205,8 +202,7 @@ func newProtocolMeta(raw json.RawMessage) (newProtocol, ok bool) {
 	if json.Unmarshal(v, &version) != nil || version != newProtocol2026 {
 		return false, false
 	}
-	var caps map[string]any
-	if json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil {
+	if !isObject(meta[mcp.MetaKeyClientCapabilities]) {
 		return false, false
 	}
 	if ci, present := meta[mcp.MetaKeyClientInfo]; present {
@@ -216,6 +212,13 @@ func newProtocolMeta(raw json.RawMessage) (newProtocol, ok bool) {
 		}
 	}
 	return true, true
+}
+
+// isObject tells whether raw, part of a message already decoded (so valid JSON), is an
+// object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // runDirect answers a direct call (see directCall).
