@@ -63,10 +63,10 @@ type Server struct {
 	store   *store.Store
 	scratch *scratchDirs
 
-	mu         sync.Mutex
-	trees      map[tree]bool // running exec_command trees, killed by Close
-	inflight   sync.WaitGroup
-	closed     bool
+	mu       sync.Mutex
+	trees    map[tree]bool // running exec_command trees, killed by Close
+	inflight sync.WaitGroup
+	closed   bool
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
