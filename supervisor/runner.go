@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"os"
+	"sync"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
@@ -39,29 +40,32 @@ func oomKilled(t tree) bool {
 const rssPoll = 10 * time.Millisecond
 
 // watchRSS polls the resident memory of root and all its descendants and calls
-// breach once when it passes limit. The returned func stops the watchdog.
+// breach once when it passes limit. The returned func stops the watchdog; once it has
+// returned, breach is not running and will not be called. A timer, not a goroutine:
+// a call shorter than one poll costs no goroutine start or stop hand-off.
 func watchRSS(root int, limit int64, breach func(rss int64)) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(rssPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if rss := treeRSS(int32(root)); rss > limit {
-					breach(rss)
-					return
-				}
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // t is set before the first tick reads it
+	defer mu.Unlock()
+	t = time.AfterFunc(rssPoll, func() {
+		rss := treeRSS(int32(root))
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stopped:
+		case rss > limit:
+			breach(rss)
+		default:
+			t.Reset(rssPoll)
 		}
-	}()
+	})
 	return func() {
-		close(done)
-		<-finished
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 
