@@ -346,13 +346,13 @@ func (w *jsWorker) describeExit(readErr error) string {
 	return msg
 }
 
-// blockingPipe is os.Pipe with a read end in blocking mode (see jsWorker.read).
+// blockingPipe is os.Pipe with a read end in blocking mode (see jsWorker.read): Fd
+// puts it there, and reads then wait in read(2) rather than in Go's poller.
 func blockingPipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
+	if r, w, err = os.Pipe(); err == nil {
+		r.Fd()
 	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+	return r, w, err
 }
 
 // boundedBuffer keeps the first max bytes written and discards the rest.
