@@ -192,13 +192,19 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
 	return nil
 }
 
+// launcherEnv is the launcher's whole environment (the command gets the spec's):
+// no garbage collection until the heap nears a limit well inside the launcher's
+// cgroup allowance (cgroupSlack); without it the runtime collected once during
+// package initialisation, ~1.5 ms of CPU of every launcher start.
+var launcherEnv = []string{"GOGC=off", "GOMEMLIMIT=16MiB"}
+
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
 // The lock is never released, so the thread exits with this goroutine.
 func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- error) {
 	runtime.LockOSThread()
 	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
-		Env:   []string{},
+		Env:   launcherEnv,
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM},
 	})
