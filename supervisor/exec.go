@@ -188,16 +188,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	stopWatch := watchRSS(tree.Pid(), int64(c.memoryMb)<<20, func(rss int64) {
 		kill(fmt.Sprintf("memory limit exceeded (%d MB RSS > memoryMb %d; RSS watchdog)", rss>>20, c.memoryMb))
 	})
-	waitDone := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			kill("cancelled")
-		case <-waitDone:
-		}
-	}()
+	stopCancel := context.AfterFunc(ctx, func() { kill("cancelled") })
 	res, werr := tree.Wait()
-	close(waitDone)
+	stopCancel()
 	stopWatch()
 	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
 	out.Stdout, out.StdoutTruncated = stdout.finish()
