@@ -16,8 +16,9 @@ import (
 
 const (
 	// killGrace is how long Kill lets the launcher clean up its tree before
-	// doing it from the supervisor.
-	killGrace = 250 * time.Millisecond
+	// doing it from the supervisor. A launcher shares its memory cgroup with a
+	// command at the limit, so under the kernel's reclaim it can be slow.
+	killGrace = time.Second
 	// sweepRounds bounds the supervisor's own kill loop (a process stuck in
 	// uninterruptible sleep cannot be waited out).
 	sweepRounds = 200
