@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -72,7 +71,7 @@ func diff(from, to tree, rf, rt *root) (map[string]Action, error) {
 	same := make([]bool, len(reads))
 	errs := make([]error, len(reads))
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	slots := make(chan struct{}, contentReads)
 	for i, p := range reads {
 		slots <- struct{}{}
 		wg.Go(func() {
@@ -91,6 +90,10 @@ func diff(from, to tree, rf, rt *root) (map[string]Action, error) {
 	}
 	return out, nil
 }
+
+// contentReads is how many files diff compares by content at once: the reads wait for
+// the disk far more than they use the CPU.
+const contentReads = 16
 
 // diffListing adds to out the changes between two listings of dir, and to reads the
 // paths only their content can decide.
@@ -130,7 +133,9 @@ func sameContent(ra, rb *root, rel string) (bool, error) {
 		return false, err
 	}
 	defer fb.Close()
-	bufA, bufB := make([]byte, 128<<10), make([]byte, 128<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	bufA, bufB := (*bp)[:len(*bp)/2], (*bp)[len(*bp)/2:]
 	for {
 		na, errA := io.ReadFull(fa, bufA)
 		nb, errB := io.ReadFull(fb, bufB)

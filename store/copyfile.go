@@ -126,18 +126,15 @@ func copyContent(dst, src int) error {
 }
 
 // finish gives a placed file its final permission bits (if creation could not) and
-// mtime, makes it durable if asked (anything about to be renamed into a host tree),
-// stats it into st if st is not nil, and closes it.
-func (p placed) finish(perm uint32, mtime int64, durable bool, st *unix.Stat_t) error {
+// mtime, stats it into st if st is not nil, and closes it. (A file about to be renamed
+// into a host tree is made durable by its caller: see stageWindow.)
+func (p placed) finish(perm uint32, mtime int64, st *unix.Stat_t) error {
 	var err error
 	if !p.hasPerm {
 		err = unix.Fchmod(p.fd, perm)
 	}
 	if err == nil {
 		err = setTimes(p.dirfd, p.name, mtime)
-	}
-	if err == nil && durable {
-		err = unix.Fsync(p.fd)
 	}
 	if err == nil && st != nil {
 		err = unix.Fstat(p.fd, st)

@@ -445,7 +445,7 @@ func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (en
 				c.copied.Add(1)
 			}
 		}
-		if err := pf.finish(perm, opened.Mtim.Nano(), false, st); err != nil {
+		if err := pf.finish(perm, opened.Mtim.Nano(), st); err != nil {
 			return entry{}, fmt.Errorf("create: %q: %w", p, err)
 		}
 	}

@@ -24,7 +24,10 @@ type stagedFile struct {
 }
 
 // stageWindow stages, in parallel, the regular files among the next ops, up to
-// stageFiles of them, and returns how many ops the window covers.
+// stageFiles of them, and returns how many ops the window covers. The host copies are
+// made durable once all are written, before any is renamed into place, so a crash
+// leaves the old file or the whole new one: fsyncs issued together share the
+// filesystem's log commits (one after each clone cost about 1 ms per file on XFS).
 func (a *applier) stageWindow(ctx context.Context, ops []op) int {
 	a.staged = map[string]*stagedFile{}
 	var wg sync.WaitGroup
@@ -48,12 +51,34 @@ func (a *applier) stageWindow(ctx context.Context, ops []op) int {
 		}
 	}
 	wg.Wait()
+	for path, sf := range a.staged {
+		if sf.hostTmp != "" && sf.err == nil {
+			wg.Go(func() {
+				if err := fsyncAt(a.hostStage.fd, sf.hostTmp); err != nil {
+					sf.err = fmt.Errorf("writing %s to the host: %w", path, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
 	return n
 }
 
+// fsyncAt makes file name in directory dirfd durable.
+func fsyncAt(dirfd int, name string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	return nil
+}
+
 // stageFile copies working-tree file o.path, which the plan saw as w, into the staging
-// directories. The host copy is fsynced before it is renamed into place, so a crash
-// leaves the old file or the whole new one.
+// directories; stageWindow then makes the host copy durable.
 func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 	f, err := a.o.work.openFile(o.path)
 	if err != nil {
@@ -70,7 +95,7 @@ func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 	if o.host {
 		pf, err := placeFile(src, &st, a.hostStage.fd, sf.hostTmp, w.perm, true, &a.hostStage.memo)
 		if err == nil {
-			err = pf.finish(w.perm, w.mtime, true, nil)
+			err = pf.finish(w.perm, w.mtime, nil)
 		}
 		if err != nil {
 			sf.err = fmt.Errorf("writing %s to the host: %w", o.path, err)
@@ -80,7 +105,7 @@ func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 	}
 	pf, err := placeFile(src, &st, a.baseStage.fd, sf.baseTmp, w.perm, true, &a.baseStage.memo)
 	if err == nil {
-		err = pf.finish(w.perm, w.mtime, false, nil)
+		err = pf.finish(w.perm, w.mtime, nil)
 	}
 	if err != nil {
 		sf.err = fmt.Errorf("updating baseline %s: %w", o.path, err)
