@@ -101,7 +101,7 @@ func (e *env) batch(args []string) int {
 		prog.total = countLines(in)
 	}
 
-	s, err := e.server(*jobs) // one warm worker per job
+	s, err := e.server(2 * *jobs) // two warm workers per job: one starts while the other runs
 	if err != nil {
 		return e.fail("batch", err)
 	}
