@@ -179,6 +179,15 @@ func TestJSMemoryLimit(t *testing.T) {
 	if string(o.Result) != "100" {
 		t.Errorf("within budget: %s", o.Result)
 	}
+	// memoryMb sets the limit both ways: 120 MB of numbers fails at the default
+	// (32) and fits in 200.
+	big := "const a = []; for (let i = 0; i < 120; i++) a.push(new Array(125000).fill(i + 0.5)); return a.length"
+	if o, isErr := s.js(map[string]any{"code": big, "timeoutMs": 10000}); !isErr || !strings.Contains(o.err(), "MemoryLimitError") {
+		t.Errorf("120 MB at the default memoryMb: isError=%v error=%q", isErr, o.err())
+	}
+	if o := s.mustJS(map[string]any{"code": big, "memoryMb": 200, "timeoutMs": 10000}); string(o.Result) != "120" {
+		t.Errorf("120 MB with memoryMb 200: %s", o.Result)
+	}
 }
 
 func TestJSNothingCarriesOver(t *testing.T) {

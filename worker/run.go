@@ -37,7 +37,8 @@ type warm struct {
 }
 
 func newWarm(in, out *os.File, init *proto.Init) (*warm, error) {
-	v8.SetFlags("--no-freeze-flags-after-init")
+	// v8go unfreezes V8's flags itself when it initializes V8, so the heap flags of
+	// a rebuilt isolate (build) still apply.
 	w := &warm{in: in, out: out, init: init}
 	if err := w.build(policy.JSDefaultMemoryMb); err != nil {
 		return nil, err
