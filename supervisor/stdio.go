@@ -100,9 +100,12 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 				}
 				if d := c.directCall(req); d != nil {
 					// This goroutine answers the call; another takes over reading, so a
-					// cancellation or a second call is read while this one runs.
+					// cancellation or a second call is read while this one runs. The
+					// call is cancellable before that reader exists.
+					ctx, cancel := context.WithCancelCause(c.ctx)
+					c.track(req.ID, cancel)
 					go c.readLoop(r)
-					c.runDirect(req, d)
+					c.runDirect(ctx, cancel, req, d)
 					return
 				}
 				select {
@@ -222,10 +225,8 @@ func isObject(raw json.RawMessage) bool {
 }
 
 // runDirect answers a direct call (see directCall).
-func (c *lineConn) runDirect(req *jsonrpc.Request, d *directCall) {
-	ctx, cancel := context.WithCancelCause(c.ctx)
+func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc, req *jsonrpc.Request, d *directCall) {
 	defer cancel(nil)
-	c.track(req.ID, cancel)
 	c.direct.answered.Add(1)
 	res := d.call(ctx, d.args)
 	if d.newProtocol {
