@@ -165,3 +165,28 @@ func TestPreludeCache(t *testing.T) {
 		t.Errorf("%d workers rejected the prelude cache", n)
 	}
 }
+
+// TestPreludeCacheRejected: a cache V8 cannot use (here: garbage) is rejected by the
+// worker, which compiles the prelude itself; calls still succeed and the pool counts
+// the miss.
+func TestPreludeCacheRejected(t *testing.T) {
+	s := newTestServer(t, true)
+	bogus := []byte("not a V8 code cache, just bytes of the wrong shape entirely")
+	s.pool.preludeCache.Store(&bogus)
+	for i := 0; i < 3; i++ {
+		out, err := s.ExecuteJS(context.Background(), &JSInput{Code: fmt.Sprintf("%d + 1", i)})
+		if err != nil || !out.OK || fmt.Sprintf("%s", out.Result) != fmt.Sprint(i+1) {
+			t.Fatalf("call %d: %+v %v", i, out, err)
+		}
+	}
+	if s.pool.cacheGiven.Load() == 0 {
+		t.Fatal("no worker was given the bogus cache")
+	}
+	if s.pool.cacheMisses.Load() == 0 {
+		t.Error("workers given a bogus cache reported no miss")
+	}
+	// The cache a rejecting worker made replaced the bogus one.
+	if c := s.pool.preludeCache.Load(); c == nil || string(*c) == string(bogus) {
+		t.Error("the bogus cache was kept")
+	}
+}

@@ -270,9 +270,14 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 	if err == nil && m.Type == proto.TypeReady {
 		if m.Ready != nil && len(m.Ready.PreludeCache) > 0 && len(m.Ready.PreludeCache) <= proto.MaxPreludeCache {
 			c := m.Ready.PreludeCache
-			p.preludeCache.CompareAndSwap(nil, &c)
-			if w.gotCache && p.cacheMisses.Add(1) == 1 {
-				p.log.Warn("a JS worker rejected the prelude code cache and compiled the prelude")
+			if !w.gotCache {
+				p.preludeCache.CompareAndSwap(nil, &c)
+			} else {
+				// V8 rejected the cache it was given: the one it made replaces it.
+				p.preludeCache.Store(&c)
+				if p.cacheMisses.Add(1) == 1 {
+					p.log.Warn("a JS worker rejected the prelude code cache and compiled the prelude")
+				}
 			}
 		}
 		return w, nil
