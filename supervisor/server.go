@@ -45,7 +45,7 @@ type Options struct {
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
 
-	// noDirect passes every request to the SDK (see lineConn.direct): tests set it to
+	// noDirect passes every request to the SDK (see lineConn.directCall): tests set it to
 	// compare the two paths.
 	noDirect bool
 	// noWorkerJail starts JS workers unjailed: only this package's tests set it, as
@@ -192,7 +192,7 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 }
 
 // Serve runs one MCP session over t until the client disconnects or ctx ends. Over a
-// StdioTransport, tool calls take the transport's direct path (see lineConn.direct).
+// StdioTransport, tool calls take the transport's direct path (see lineConn.directCall).
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	srv, calls := s.mcpServer()
 	st, ok := t.(*StdioTransport)

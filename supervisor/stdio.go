@@ -31,7 +31,7 @@ type StdioTransport struct {
 	direct *directCalls // set by Server.Serve
 }
 
-// directCalls lets the transport answer tools/call requests itself (lineConn.direct).
+// directCalls lets the transport answer tools/call requests itself (lineConn.directCall).
 type directCalls struct {
 	tools  map[string]toolCall
 	ready  func() bool         // the session has been initialized by the SDK
@@ -233,11 +233,9 @@ func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc
 		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: c.direct.server})
 	}
 	resp := &jsonrpc.Response{ID: req.ID}
-	raw, err := json.Marshal(res)
-	switch {
-	case err != nil:
+	if raw, err := json.Marshal(res); err != nil {
 		resp.Error = fmt.Errorf("encoding the result: %w", err)
-	default:
+	} else {
 		resp.Result = raw
 	}
 	_ = c.Write(ctx, resp)

@@ -26,7 +26,7 @@ import (
 // errors carrying the message as text.
 //
 // The same call function is recorded in calls under the tool's name, for the stdio
-// transport's direct path (see lineConn.direct).
+// transport's direct path (see lineConn.directCall).
 func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error)) {
 	in, err := jsonschema.For[In](nil)
 	if err != nil {
