@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // testBin is the autobox binary built by TestMain: workers are the real binary.
@@ -189,4 +191,67 @@ func TestPreludeCacheRejected(t *testing.T) {
 	if c := s.pool.preludeCache.Load(); c == nil || string(*c) == string(bogus) {
 		t.Error("the bogus cache was kept")
 	}
+}
+
+// TestExecTimeoutWithWedgedLauncher: a command killed at its time limit is reported
+// as killed for the timeout even when its launcher cannot do the killing (stopped
+// here, so the supervisor has to finish the job after the launcher's grace). The
+// positive control is the same call with the launcher left alone.
+func TestExecTimeoutWithWedgedLauncher(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux jail")
+	}
+	if err := jail.Probe().Check(&policy.Sandbox{}); err != nil {
+		t.Skipf("host cannot sandbox commands: %v", err)
+	}
+	s := newTestServer(t, false)
+	timeout := 400
+	run := func(wedge bool) *ExecOutput {
+		t.Helper()
+		if wedge {
+			go func() {
+				// Stop the call's launcher once it is running the command.
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					s.mu.Lock()
+					var pids []int
+					for tr := range s.trees {
+						pids = append(pids, tr.Pid())
+					}
+					s.mu.Unlock()
+					if len(pids) > 0 {
+						for _, pid := range pids {
+							_ = syscall.Kill(pid, syscall.SIGSTOP)
+						}
+						return
+					}
+				}
+			}()
+		}
+		out, err := s.ExecCommand(context.Background(), &ExecInput{Command: []string{"sleep", "30"}, TimeoutMs: &timeout})
+		if err != nil {
+			t.Fatalf("wedge=%v: %v", wedge, err)
+		}
+		return out
+	}
+	for _, wedge := range []bool{false, true} {
+		out := run(wedge)
+		if !out.Killed || !strings.Contains(out.Stderr, "killed: timeout after 400ms") {
+			t.Errorf("wedge=%v: want killed for the timeout, got %+v", wedge, out)
+		}
+	}
+	if pids := sleepers(); len(pids) > 0 {
+		t.Errorf("sleep 30 outlived its calls: %v", pids)
+	}
+}
+
+// sleepers lists the pids of `sleep 30` processes.
+func sleepers() []string {
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if b, err := os.ReadFile(f); err == nil && string(b) == "sleep\x0030\x00" {
+			pids = append(pids, filepath.Base(filepath.Dir(f)))
+		}
+	}
+	return pids
 }
