@@ -5,17 +5,15 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/autobox-dev/autobox/internal/testnet"
 )
 
 // listeners opens a TCP and a UDP listener on loopback and an abstract unix
 // socket, all outside any sandbox.
 func listeners(t *testing.T) (tcp, udp, abstract string) {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	acceptAndClose(t, ln)
+	ln := testnet.TCP(t)
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +24,7 @@ func listeners(t *testing.T) (tcp, udp, abstract string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acceptAndClose(t, ul)
+	testnet.Serve(t, ul)
 	return ln.Addr().String(), pc.LocalAddr().String(), abstract
 }
 
@@ -96,18 +94,4 @@ func TestScopes(t *testing.T) {
 	}
 	got, _, _ := startHelper(t, Spec{Unsafe: true}, probes...)
 	expect(t, "unsafe", got, map[string]string{probes[0]: "ok", "kill:" + me: "ok", probes[1]: "ok", "kill-self": "ok"})
-}
-
-// acceptAndClose serves ln until the test ends, closing each connection.
-func acceptAndClose(t *testing.T, ln net.Listener) {
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 }

@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/testnet"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -125,20 +125,7 @@ func TestSeatbeltFiles(t *testing.T) {
 func TestSeatbeltNetwork(t *testing.T) {
 	requireSeatbelt(t)
 	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := testnet.TCP(t)
 	script := "exec 3<>/dev/tcp/" + strings.Replace(ln.Addr().String(), ":", "/", 1)
 	for _, allow := range []bool{false, true} {
 		p := f.p

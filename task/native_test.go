@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autobox-dev/autobox/internal/testnet"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -167,20 +168,7 @@ func TestNativeDenials(t *testing.T) {
 
 func TestNativeNetwork(t *testing.T) {
 	root, tasks := newRepo(t), tasksDir(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := testnet.TCP(t)
 	port := ln.Addr().(*net.TCPAddr).Port
 	on := newNative(t, root, tasks, nil)
 	url, err := on.Endpoint(port)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/testnet"
 	"github.com/autobox-dev/autobox/jail"
 )
 
@@ -266,20 +267,7 @@ func mustSymlink(t *testing.T, target, link string) {
 func TestExecNetwork(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	l := testnet.TCP(t)
 	u, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
