@@ -298,16 +298,7 @@ func TestExecNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ul.Close()
-	go func() {
-		for {
-			c, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	testnet.Serve(t, ul)
 	wantDenied(t, "abstract unix socket outside", s.probe(nil, on, "unix", name))
 	// Positive control: a pathname socket in a mount is reachable.
 	sockDir := t.TempDir()
@@ -315,16 +306,7 @@ func TestExecNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.Close()
-	go func() {
-		for {
-			c, err := pl.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	testnet.Serve(t, pl)
 	sockMount := []map[string]any{{"hostPath": sockDir, "sandboxPath": "/mnt/sock", "mode": "rw"}}
 	wantAllowed(t, "pathname unix socket in a mount", s.probe(sockMount, on, "unix", "/mnt/sock/s"))
 	wantDenied(t, "pathname unix socket without allowNetwork", s.probe(sockMount, nil, "unix", "/mnt/sock/s"))
