@@ -5,6 +5,10 @@
 package seccomp
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+
 	"golang.org/x/net/bpf"
 )
 
@@ -99,21 +103,30 @@ type Options struct {
 func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p := newAsm()
 	prologue(p, a)
-	for _, name := range Denied {
+	var table []dispatchCase
+	add := func(name, label string) {
 		if nr, ok := a.Nr(name); ok {
-			p.jump(bpf.JumpEqual, nr, labelEPERM, "")
+			table = append(table, dispatchCase{nr, label})
 		}
 	}
-	nr := func(name string) uint32 { n, _ := a.Nr(name); return n }
-	p.jump(bpf.JumpEqual, nr("clone3"), labelENOSYS, "")
-	p.jump(bpf.JumpEqual, nr("clone"), "clone", "")
-	p.jump(bpf.JumpEqual, nr("ioctl"), "ioctl", "")
-	p.jump(bpf.JumpEqual, nr("personality"), "personality", "")
-	if !o.AllowNetwork {
-		p.jump(bpf.JumpEqual, nr("socket"), "socket", "")
-		p.jump(bpf.JumpEqual, nr("socketpair"), "socketpair", "")
+	for _, name := range Denied {
+		add(name, labelEPERM)
 	}
-	p.ret(RetAllow)
+	add("clone3", labelENOSYS)
+	add("clone", "clone")
+	add("ioctl", "ioctl")
+	add("personality", "personality")
+	if !o.AllowNetwork {
+		add("socket", "socket")
+		add("socketpair", "socketpair")
+	}
+	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
+	for i := 1; i < len(table); i++ {
+		if table[i].val == table[i-1].val {
+			return nil, fmt.Errorf("seccomp: system call %d listed twice", table[i].val)
+		}
+	}
+	p.dispatch(table, labelAllow)
 
 	p.label("clone")
 	p.load(ArgLow(0))

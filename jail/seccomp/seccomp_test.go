@@ -165,7 +165,7 @@ func TestSandboxFilter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				run(t, raw, a, sandboxCalls(a, net))
+				run(t, raw, a, append(sandboxCalls(a, net), everyNumber(a, net)...))
 			})
 		}
 	}
@@ -208,5 +208,77 @@ func TestEveryDeniedCallIsKnown(t *testing.T) {
 				t.Errorf("%s lacks %s, which the filter needs", a.Name, name)
 			}
 		}
+	}
+}
+
+// everyNumber runs every system call number below 1024 through the filter, with
+// arguments that no argument check refuses: exactly the denied calls fail, and
+// clone3 fails with ENOSYS. It guards the binary search against a number that
+// falls between two branches.
+func everyNumber(a *Arch, allowNetwork bool) []call {
+	want := map[uint32]uint32{}
+	for _, name := range Denied {
+		if nr, ok := a.Nr(name); ok {
+			want[nr] = eperm
+		}
+	}
+	clone3, _ := a.Nr("clone3")
+	want[clone3] = enosys
+	sock, _ := a.Nr("socket")
+	pers, _ := a.Nr("personality")
+	var calls []call
+	for nr := uint32(0); nr < 1024; nr++ {
+		w, ok := want[nr]
+		if !ok {
+			w = allow
+		}
+		// AF_UNIX, no clone flags, TCGETS, PER_LINUX: allowed by every argument
+		// check except socket(AF_UNIX) without network.
+		args := []uint64{AFUnix, 0x5401}
+		if nr == pers {
+			args = []uint64{PersonaLinux}
+		}
+		if nr == sock && !allowNetwork {
+			w = eperm
+		}
+		calls = append(calls, call{nr: nr, args: args, want: w})
+	}
+	return calls
+}
+
+// TestSandboxFilterIsShallow bounds the longest path through the filter: the
+// dispatch on the system call number is a binary search, not a chain.
+func TestSandboxFilterIsShallow(t *testing.T) {
+	raw, err := Sandbox(AMD64, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("filter does not disassemble")
+	}
+	// Jumps only go forward, so the longest path to the end from each instruction
+	// is known once the instructions after it are.
+	longest := make([]int, len(insns)+1)
+	for i := len(insns) - 1; i >= 0; i-- {
+		next := []int{i + 1}
+		switch in := insns[i].(type) {
+		case bpf.RetConstant:
+			next = nil
+		case bpf.JumpIf:
+			next = []int{i + 1 + int(in.SkipTrue), i + 1 + int(in.SkipFalse)}
+		case bpf.Jump:
+			next = []int{i + 1 + int(in.Skip)}
+		}
+		for _, n := range next {
+			longest[i] = max(longest[i], 1+longest[n])
+		}
+		if next == nil {
+			longest[i] = 1
+		}
+	}
+	t.Logf("%d instructions, longest path %d", len(insns), longest[0])
+	if longest[0] > 16 {
+		t.Errorf("longest path through the filter is %d instructions, want at most 16", longest[0])
 	}
 }
