@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/goenv"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
 
@@ -22,12 +23,10 @@ import (
 // recognise V8's fatal heap message.
 const maxWorkerStderr = 16 << 10
 
-// workerEnv is the whole environment of a JS worker: nothing of the server's, only a
-// Go runtime setting for a process that lives for one call. Without it, the runtime's
-// first garbage collection ran during package initialisation (~1.5 ms of CPU of
-// every worker start); with GOGC off, memory is collected only when the Go heap nears
-// the limit (bridge replies can be large).
-var workerEnv = []string{"GOGC=off", "GOMEMLIMIT=48MiB"}
+// workerEnv is the whole environment of a JS worker: nothing of the server's, only
+// Go runtime settings for a process that lives for one call (see goenv.Child). The
+// memory limit leaves room for bridge replies, which can be large.
+var workerEnv = goenv.Child("48MiB")
 
 // jsWorker is one prefork `autobox worker js` process, ready for exactly one call.
 type jsWorker struct {
