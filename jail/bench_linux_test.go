@@ -19,7 +19,7 @@ func BenchmarkStartWait(b *testing.B) {
 	}
 	defer devnull.Close()
 	exe := testExe(b)
-	pool := NewPool(exe, 2)
+	pool := NewPool(exe, 2, nil)
 	defer pool.Close()
 	for _, mode := range []struct {
 		name   string

@@ -19,17 +19,42 @@ const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 // as root would otherwise hand its sandboxed children CAP_SYS_PTRACE, CAP_DAC_OVERRIDE
 // and the rest: Landlock still confines the filesystem, but other protections (for
 // example reading another root process's /proc/<pid>/environ) yield to capabilities.
-// A thread that has no capabilities and is not root has nothing to drop.
-func dropCapabilities() error {
+// A thread that has no capabilities and is not root has nothing to drop. bounded
+// says dropBounding already ran on this thread.
+func dropCapabilities(bounded bool) error {
+	if held, err := holdsCapabilities(); err != nil || !held {
+		return err
+	}
+	if !bounded {
+		if err := dropBounding(); err != nil {
+			return err
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// holdsCapabilities reports whether the calling thread has capabilities to drop:
+// any at all, or root's (which an exec would give back).
+func holdsCapabilities() (bool, error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
+		return false, fmt.Errorf("capget: %w", err)
 	}
 	none := data[0] == (unix.CapUserData{}) && data[1] == (unix.CapUserData{})
-	if none && unix.Geteuid() != 0 {
-		return nil
-	}
+	return !none || unix.Geteuid() == 0, nil
+}
+
+// dropBounding is the first half of dropCapabilities, which a pooled launcher does
+// while it waits (about 40 system calls): it locks the securebits and empties the
+// bounding and ambient sets. What the thread may do now is unchanged (its
+// effective set is), only what an exec could gain. Doing it twice is harmless.
+func dropBounding() error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedSecurebits, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting securebits: %w", err)
 	}
@@ -44,10 +69,6 @@ func dropCapabilities() error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
-	}
-	data = [2]unix.CapUserData{}
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
 	}
 	return nil
 }

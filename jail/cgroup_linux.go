@@ -74,21 +74,30 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 // memCgroup is one launcher's cgroup.
 type memCgroup struct {
 	*memCgroups
-	dir string
+	dir    string
+	memory int64    // what the limit is set for, as setLimit takes it; -1: idle
+	events *os.File // the file that counts OOM kills, opened ahead of the call
 }
 
-// create makes a cgroup for an idle launcher, limited to cgroupSlack; nil when the host offers no cgroups
-// to this process (or this one could not be made: the watchdog still guards).
-func (c *memCgroups) create() *memCgroup {
+// create makes a cgroup for an idle launcher, limited as for a command of memory bytes
+// (see setLimit; -1: to cgroupSlack alone), so that a call with the same limit need
+// not set it; nil when the host offers no cgroups to this process (or this one
+// could not be made: the watchdog still guards).
+func (c *memCgroups) create(memory int64) *memCgroup {
 	if c == nil {
 		return nil
 	}
-	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString())}
+	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString()), memory: -2}
 	if os.Mkdir(g.dir, 0o755) != nil {
 		return nil
 	}
-	if os.WriteFile(filepath.Join(g.dir, c.limit), []byte(strconv.Itoa(cgroupSlack)), 0) != nil {
-		os.Remove(g.dir)
+	events := "memory.oom_control"
+	if c.v2 {
+		events = "memory.events"
+	}
+	var err error
+	if g.events, err = os.Open(filepath.Join(g.dir, events)); err != nil || g.setLimit(memory) != nil {
+		g.remove()
 		return nil
 	}
 	return g
@@ -103,19 +112,24 @@ func (g *memCgroup) join(pid int) error {
 }
 
 // setLimit limits the cgroup to memory bytes plus the launcher's slack; memory 0
-// lifts the limit.
+// lifts the limit, and memory -1 leaves only the slack (an idle launcher's limit).
 func (g *memCgroup) setLimit(memory int64) error {
-	limit := strconv.FormatInt(memory+cgroupSlack, 10)
+	if memory == g.memory {
+		return nil
+	}
+	limit := strconv.FormatInt(max(memory, 0)+cgroupSlack, 10)
 	switch {
-	case memory > 0:
+	case memory != 0:
 	case g.v2:
 		limit = "max"
 	default:
 		limit = "-1"
 	}
 	if err := os.WriteFile(filepath.Join(g.dir, g.limit), []byte(limit), 0); err != nil {
+		g.memory = -2 // unknown
 		return fmt.Errorf("%w: setting the memory cgroup's limit: %w", ErrSandbox, err)
 	}
+	g.memory = memory
 	return nil
 }
 
@@ -125,12 +139,9 @@ func (g *memCgroup) oomKills() int {
 	if g == nil {
 		return 0
 	}
-	events := "memory.oom_control"
-	if g.v2 {
-		events = "memory.events"
-	}
-	b, _ := os.ReadFile(filepath.Join(g.dir, events))
-	for _, l := range strings.Split(string(b), "\n") {
+	var buf [512]byte
+	n, _ := g.events.ReadAt(buf[:], 0)
+	for _, l := range strings.Split(string(buf[:n]), "\n") {
 		if f := strings.Fields(l); len(f) == 2 && f[0] == "oom_kill" {
 			n, _ := strconv.Atoi(f[1])
 			return n
@@ -142,6 +153,9 @@ func (g *memCgroup) oomKills() int {
 // remove deletes the cgroup once its launcher has been reaped. The kernel may take a
 // moment to let go of processes that just died: it retries for a while.
 func (g *memCgroup) remove() {
+	if g.events != nil {
+		g.events.Close()
+	}
 	for i := 0; i < 100; i++ {
 		if err := os.Remove(g.dir); err == nil || os.IsNotExist(err) {
 			return

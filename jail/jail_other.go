@@ -39,7 +39,7 @@ func Start(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
 type Pool struct{}
 
 // NewPool returns a pool whose Start fails.
-func NewPool(exe string, size int) *Pool { return &Pool{} }
+func NewPool(exe string, size int, base *policy.Sandbox) *Pool { return &Pool{} }
 
 // Start fails: there is no launcher on this platform.
 func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, error) {

@@ -93,21 +93,27 @@ func landlockPlan(p *policy.Sandbox, abi int) (attr unix.LandlockRulesetAttr, si
 	return attr, size, rules
 }
 
-// newRuleset creates a Landlock ruleset fd with p's rules. It changes nothing
-// about the calling thread; landlockRestrict does.
-func newRuleset(p *policy.Sandbox, abi int) (int, error) {
-	attr, size, rules := landlockPlan(p, abi)
-	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+// createRuleset creates a Landlock ruleset fd for attr with rules. It changes
+// nothing about the calling thread; landlockRestrict does.
+func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRule) (int, error) {
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), size, 0)
 	if e != 0 {
 		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
 	}
-	for _, r := range rules {
-		if err := addPathRule(int(fd), r); err != nil {
-			unix.Close(int(fd))
-			return -1, err
-		}
+	if err := addPathRules(int(fd), rules); err != nil {
+		unix.Close(int(fd))
+		return -1, err
 	}
 	return int(fd), nil
+}
+
+func addPathRules(ruleset int, rules []pathRule) error {
+	for _, r := range rules {
+		if err := addPathRule(ruleset, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func addPathRule(ruleset int, r pathRule) error {

@@ -77,19 +77,31 @@ func launch() int {
 	warmFrames()
 
 	ctl := os.NewFile(ctlFD, "ctl")
-	spec, fds, err := readSpec(ctl)
+	m, fds, err := readControl(ctl)
+	var pr *prepared
+	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
+		pr = prepare(m.Base)
+		m, fds, err = readControl(ctl)
+	}
 	if errors.Is(err, io.EOF) {
 		return 0 // released before use
 	}
+	if err == nil {
+		err = checkSpecFrame(m, fds)
+	}
 	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
 		return fail("", err)
 	}
+	spec := m.Spec
 	path, err := lookPath(spec)
 	if err != nil {
 		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
 		return 0
 	}
-	pid, restricting, err := startCommand(spec, path, fds)
+	pid, restricting, err := startCommand(spec, path, [2]int{fds[0], fds[1]}, pr)
 	if err != nil {
 		if restricting {
 			return fail(errKindSandbox, err)
@@ -97,7 +109,7 @@ func launch() int {
 		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
 		return 0
 	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid})
+	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset()})
 	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
 	// the control socket means: stop now.
 	go func() {
@@ -138,12 +150,12 @@ func warmFrames() {
 	_, _ = encodeFrame(&message{Type: msgStarted, Pid: 1})
 }
 
-// readSpec reads the spec frame and the two descriptors (stdout, stderr)
-// sent with its first bytes. io.EOF: the supervisor closed the socket first.
-func readSpec(ctl *os.File) (*Spec, [2]int, error) {
-	var fds [2]int
+// readControl reads a frame from the control socket, and the descriptors sent
+// with its first bytes (a spec's stdout and stderr). io.EOF: the supervisor
+// closed the socket first.
+func readControl(ctl *os.File) (*message, []int, error) {
 	var hdr [4]byte
-	oob := make([]byte, unix.CmsgSpace(4*len(fds)))
+	oob := make([]byte, unix.CmsgSpace(4*2))
 	var n, oobn int
 	var err error
 	for {
@@ -153,33 +165,41 @@ func readSpec(ctl *os.File) (*Spec, [2]int, error) {
 		}
 	}
 	if err != nil {
-		return nil, fds, fmt.Errorf("reading spec: %w", err)
+		return nil, nil, fmt.Errorf("reading control frame: %w", err)
 	}
 	if n == 0 {
-		return nil, fds, io.EOF
+		return nil, nil, io.EOF
 	}
 	var rights []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
-		rights, _ = unix.ParseUnixRights(&msgs[0])
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			fds, _ := unix.ParseUnixRights(&msgs[i])
+			rights = append(rights, fds...)
+		}
 	}
-	if len(rights) != len(fds) {
-		return nil, fds, fmt.Errorf("spec came with %d descriptors, want stdout and stderr", len(rights))
-	}
-	copy(fds[:], rights)
 	m, err := readFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
 	if err != nil {
-		return nil, fds, fmt.Errorf("reading spec: %w", err)
+		return nil, rights, fmt.Errorf("reading control frame: %w", err)
 	}
-	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
-		return nil, fds, fmt.Errorf("want a spec frame with a command, got %q", m.Type)
-	}
-	return m.Spec, fds, nil
+	return m, rights, nil
 }
 
-// startCommand restricts the calling thread (locked, for good) and starts the
-// command from it. restricting reports an error from the sandbox's set-up,
+// checkSpecFrame checks that m is a spec with a command, sent with stdout and
+// stderr.
+func checkSpecFrame(m *message, fds []int) error {
+	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
+		return fmt.Errorf("want a spec frame with a command, got %q", m.Type)
+	}
+	if len(fds) != 2 {
+		return fmt.Errorf("spec came with %d descriptors, want stdout and stderr", len(fds))
+	}
+	return nil
+}
+
+// startCommand restricts the calling thread (locked, for good), with what was
+// prepared for it (pr, may be nil), and starts the command from it. restricting reports an error from the sandbox's set-up,
 // which may leave the thread partly restricted.
-func startCommand(spec *Spec, path string, fds [2]int) (pid int, restricting bool, err error) {
+func startCommand(spec *Spec, path string, fds [2]int, pr *prepared) (pid int, restricting bool, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
@@ -196,7 +216,7 @@ func startCommand(spec *Spec, path string, fds [2]int) (pid int, restricting boo
 		if err := readOnlyMounts(&spec.Sandbox); err != nil {
 			return 0, true, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
-		if err := RestrictThread(&spec.Sandbox); err != nil {
+		if err := restrictThread(&spec.Sandbox, pr); err != nil {
 			return 0, true, err
 		}
 	}

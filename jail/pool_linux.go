@@ -4,6 +4,9 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Pool keeps launchers started ahead of time, so that Start pays neither for
@@ -14,20 +17,28 @@ import (
 // launcher is a process plus one locked supervisor thread (its Pdeathsig
 // parent). Safe for concurrent use.
 type Pool struct {
-	exe   string
-	ready chan *Tree
-	wg    sync.WaitGroup // refills, and trees handed out until their cgroup is gone
+	exe  string
+	base *policy.Sandbox // what idle launchers prepare for (nil: nothing)
+	// memory is the limit of the last call, which new launchers' cgroups get
+	// ahead of the next (-1: none yet).
+	memory atomic.Int64
+	ready  chan *Tree
+	wg     sync.WaitGroup // refills, and trees handed out until their cgroup is gone
 
 	mu     sync.Mutex
 	closed bool
 }
 
-// NewPool keeps size launchers of exe ready (size < 1 is taken as 1).
-func NewPool(exe string, size int) *Pool {
+// NewPool keeps size launchers of exe ready (size < 1 is taken as 1). If base
+// is not nil, idle launchers build what they can of a sandbox that extends it
+// (see prepared): a spec's Sandbox extends base when it has base's network and
+// exec rights and every path of base, with the same rights.
+func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	p := &Pool{exe: exe, ready: make(chan *Tree, size)}
+	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size)}
+	p.memory.Store(-1)
 	for i := 0; i < size; i++ {
 		p.refill()
 	}
@@ -52,7 +63,7 @@ func (p *Pool) goTracked(f func()) {
 // refill starts one launcher in the background and parks it in ready.
 func (p *Pool) refill() {
 	p.goTracked(func() {
-		t, err := spawn(p.exe, probeCgroups().create())
+		t, err := p.spawn()
 		if err != nil {
 			return // Start spawns on demand and reports the error
 		}
@@ -70,6 +81,19 @@ func (p *Pool) refill() {
 	})
 }
 
+// spawn starts a launcher in a cgroup of its own and has it prepare for base.
+func (p *Pool) spawn() (*Tree, error) {
+	t, err := spawn(p.exe, probeCgroups().create(p.memory.Load()))
+	if err != nil || p.base == nil {
+		return t, err
+	}
+	if err := t.prepare(p.base); err != nil {
+		release(t)
+		return nil, err
+	}
+	return t, nil
+}
+
 // release ends an unused launcher.
 func release(t *Tree) {
 	t.released.Store(true)
@@ -85,6 +109,7 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 	if err := checkSpec(spec, stdout, stderr); err != nil {
 		return nil, err
 	}
+	p.memory.Store(memory)
 	for {
 		var t *Tree
 		pooled := true
@@ -93,7 +118,7 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 		default:
 			p.refill() // a failed refill must not leave the pool empty for good
 			var err error
-			if t, err = spawn(p.exe, probeCgroups().create()); err != nil {
+			if t, err = p.spawn(); err != nil {
 				return nil, err
 			}
 			pooled = false

@@ -2,16 +2,20 @@ package jail
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 func TestPool(t *testing.T) {
 	requireJail(t)
-	pool := NewPool(testExe(t), 2)
+	pool := NewPool(testExe(t), 2, nil)
 	p := basePolicy(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -87,4 +91,60 @@ func TestPool(t *testing.T) {
 	if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
 		t.Errorf("after Close: %+v, %v", res, err)
 	}
+}
+
+// TestPoolPrepared: launchers that prepared for a base policy give a spec that
+// extends it the prepared ruleset plus its own rules, and a spec that does not
+// extend it (it lacks one of the base's paths, or has other network rights) a
+// ruleset of its own: the prepared one, which allows more, is not used.
+func TestPoolPrepared(t *testing.T) {
+	requireJail(t)
+	a, b, rw := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{a, b} {
+		writeFile(t, filepath.Join(d, "data"), "x")
+	}
+	base := basePolicy(t)
+	base.ReadOnly = append(base.ReadOnly, a, b)
+	pool := NewPool(testExe(t), 1, &base)
+	defer pool.Close()
+	run := func(p policy.Sandbox, wantPrepared bool, probes ...string) map[string]string {
+		t.Helper()
+		spec := Spec{Sandbox: p, Argv: append([]string{testExe(t)}, probes...), Env: []string{helperEnv + "=1"}}
+		out := tempFile(t)
+		tree, err := pool.Start(&spec, out, out, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tree.Wait()
+		text := readBack(t, out)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("victim: %+v, %v, output:\n%s", res, err, text)
+		}
+		if tree.prepared != wantPrepared {
+			t.Errorf("command got the prepared ruleset: %v, want %v", tree.prepared, wantPrepared)
+		}
+		<-tree.reaped
+		return parseResults(t, text, probes)
+	}
+	readA, readB := "read:"+filepath.Join(a, "data"), "read:"+filepath.Join(b, "data")
+
+	extends := base
+	extends.ReadOnly = slices.Clone(base.ReadOnly)
+	extends.ReadWrite = []string{rw}
+	create := "create:" + filepath.Join(rw, "one")
+	expect(t, "extends the base", run(extends, true, readA, readB, create),
+		map[string]string{readA: "ok", readB: "ok", create: "ok"})
+
+	narrower := basePolicy(t)
+	narrower.ReadOnly = append(narrower.ReadOnly, a)
+	narrower.ReadWrite = []string{rw}
+	create = "create:" + filepath.Join(rw, "two")
+	expect(t, "lacks a path of the base", run(narrower, false, readA, readB, create),
+		map[string]string{readA: "ok", readB: "EACCES", create: "ok"})
+
+	network := extends
+	network.AllowNetwork = true
+	create = "create:" + filepath.Join(rw, "three")
+	expect(t, "other network rights", run(network, false, readA, readB, create),
+		map[string]string{readA: "ok", readB: "ok", create: "ok"})
 }

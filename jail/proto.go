@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // The supervisor and the launcher (`autobox worker exec`) talk over two
@@ -16,6 +18,8 @@ import (
 //	supervisor (Tree)                             launcher (LauncherMain)
 //	  spawn: fork+exec, fds 0-2 /dev/null          fds >= 3 close-on-exec; subreaper;
 //	                                               lock + warm a thread; wait for spec
+//	  Pool: ctl socket ── {prepare, base} ───────▶ locked thread: Landlock ruleset with
+//	                                               base's rules, bounding set emptied
 //	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ resolve argv[0]; locked thread:
 //	                                               RestrictThread, fork+exec command
 //	                                               (own pgrp, fds 0=/dev/null,1=out,2=err)
@@ -34,6 +38,7 @@ import (
 // the status pipe closes without one of them, the supervisor sweeps the tree
 // itself (see Tree.Kill).
 const (
+	msgPrepare    = "prepare"
 	msgSpec       = "spec"
 	msgStarted    = "started"
 	msgSpawnError = "spawn_error"
@@ -49,13 +54,18 @@ const (
 )
 
 type message struct {
-	Type   string `json:"type"`
-	Spec   *Spec  `json:"spec,omitempty"`
-	Pid    int    `json:"pid,omitempty"`
-	Code   int    `json:"code,omitempty"`
-	Signal string `json:"signal,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Kind   string `json:"kind,omitempty"`
+	Type string `json:"type"`
+	Spec *Spec  `json:"spec,omitempty"`
+	// Base is the policy a prepare frame asks the launcher to prepare for.
+	Base *policy.Sandbox `json:"base,omitempty"`
+	Pid  int             `json:"pid,omitempty"`
+	// Prepared says in a started frame that the command's Landlock ruleset was
+	// the one prepared ahead (see prepared).
+	Prepared bool   `json:"prepared,omitempty"`
+	Code     int    `json:"code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Kind     string `json:"kind,omitempty"`
 }
 
 func encodeFrame(m *message) ([]byte, error) {

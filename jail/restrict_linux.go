@@ -22,7 +22,11 @@ import (
 // Everything that can fail harmlessly (Check, opening the paths, building the
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
-func RestrictThread(p *policy.Sandbox) error {
+func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil) }
+
+// restrictThread is RestrictThread with what a pooled launcher prepared (nil:
+// nothing).
+func restrictThread(p *policy.Sandbox, pr *prepared) error {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return err
@@ -31,13 +35,13 @@ func RestrictThread(p *policy.Sandbox) error {
 	if err != nil {
 		return err
 	}
-	ruleset, err := newRuleset(p, st.LandlockABI)
+	ruleset, err := pr.ruleset(p, st.LandlockABI)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	defer unix.Close(ruleset)
 
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(pr.isBounded()); err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

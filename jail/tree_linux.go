@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/goenv"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 const (
@@ -33,6 +36,7 @@ type Tree struct {
 	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
 	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
 	oomKills int         // OOM kills in cgroup, set before finished
+	prepared bool        // the command got a prepared ruleset, set before finished
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -160,7 +164,25 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
 		}
 	}
 	// Fd puts the files into blocking mode; the command shares that mode.
-	rights := unix.UnixRights(int(stdout.Fd()), int(stderr.Fd()))
+	err = t.sendFrame(frame, unix.UnixRights(int(stdout.Fd()), int(stderr.Fd())))
+	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(stderr)
+	return err
+}
+
+// prepare asks an idle launcher to build what it can of a sandbox that extends
+// base before its spec arrives (see prepared).
+func (t *Tree) prepare(base *policy.Sandbox) error {
+	frame, err := encodeFrame(&message{Type: msgPrepare, Base: base})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	return t.sendFrame(frame, nil)
+}
+
+// sendFrame writes frame to the control socket, with rights (if any) on its
+// first bytes.
+func (t *Tree) sendFrame(frame, rights []byte) error {
 	rc, err := t.ctl.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("%w: control socket: %w", ErrLauncher, err)
@@ -182,22 +204,19 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
 		}
 		return true
 	})
-	runtime.KeepAlive(stdout)
-	runtime.KeepAlive(stderr)
 	if err == nil {
 		err = sendErr
 	}
 	if err != nil {
-		return fmt.Errorf("%w: sending spec: %w", ErrLauncher, err)
+		return fmt.Errorf("%w: sending a frame: %w", ErrLauncher, err)
 	}
 	return nil
 }
 
 // launcherEnv is the launcher's whole environment (the command gets the spec's):
-// no garbage collection until the heap nears a limit well inside the launcher's
-// cgroup allowance (cgroupSlack); without it the runtime collected once during
-// package initialisation, ~1.5 ms of CPU of every launcher start.
-var launcherEnv = []string{"GOGC=off", "GOMEMLIMIT=16MiB"}
+// Go runtime settings for a process that lives for one call (see goenv.Child),
+// with a heap limit well inside the launcher's cgroup allowance (cgroupSlack).
+var launcherEnv = goenv.Child("16MiB")
 
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
@@ -258,6 +277,7 @@ func (t *Tree) readStatus(status *os.File) report {
 		switch m.Type {
 		case msgStarted:
 			r.res.Started = true
+			t.prepared = m.Prepared
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:

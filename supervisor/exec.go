@@ -228,13 +228,12 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
 func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.Sandbox {
-	sys := systemPaths()
-	sb := policy.Sandbox{AllowNetwork: network, AllowExec: true}
-	sb.ReadOnly = append([]string(nil), sys.readOnly...)
+	sb := *basePolicy()
+	sb.AllowNetwork = network
+	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
 	if network {
-		sb.ReadOnly = append(sb.ReadOnly, sys.network...)
+		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)
 	}
-	sb.Devices = sys.devices
 	sb.ReadWrite = []string{scratch}
 	for _, m := range mounts {
 		if m.Writable {
@@ -247,6 +246,13 @@ func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.S
 		}
 	}
 	return sb
+}
+
+// basePolicy is the part of every command's policy that is the same in every call:
+// system directories and devices, no network. Idle launchers prepare for it.
+func basePolicy() *policy.Sandbox {
+	sys := systemPaths()
+	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices}
 }
 
 // What ordinary tools need to start. /etc is an allowlist of its own: the loader

@@ -15,15 +15,16 @@ import (
 // Launchers are kept warm in a pool, made on the first exec_command call so a server
 // that never runs commands never pays for idle launchers.
 type jailRunner struct {
-	exe  string
-	once sync.Once
-	pool *jail.Pool
+	exe    string
+	unsafe bool
+	once   sync.Once
+	pool   *jail.Pool
 }
 
 // launcherPool is how many launchers wait for commands.
 const launcherPool = 2
 
-func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe} }
+func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe, unsafe: unsafe} }
 
 func (r *jailRunner) close() {
 	if r.pool != nil {
@@ -40,7 +41,16 @@ func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.F
 			return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 		}
 	}
-	r.once.Do(func() { r.pool = jail.NewPool(r.exe, launcherPool) })
+	r.once.Do(func() {
+		// Idle launchers prepare the sandbox every command's extends. Not for a
+		// server run without the sandbox: preparing drops capabilities that its
+		// commands would then not get.
+		var base *policy.Sandbox
+		if !r.unsafe {
+			base = basePolicy()
+		}
+		r.pool = jail.NewPool(r.exe, launcherPool, base)
+	})
 	t, err := r.pool.Start(c, stdout, stderr, memory)
 	if err != nil {
 		return nil, err

@@ -463,55 +463,60 @@ func TestExecArgumentValidation(t *testing.T) {
 
 // TestExecMemoryCgroup: where the host lets autobox make cgroups (root on this CI), each
 // command tree runs in a memory cgroup of its own with a hard kernel limit of memoryMb
-// (plus the launcher's slack), removed after the call.
+// (plus the launcher's slack), removed after the call. Idle launchers get the limit of
+// the last call ahead of time; a call with another limit still gets its own.
 func TestExecMemoryCgroup(t *testing.T) {
 	requireSandbox(t)
 	if os.Geteuid() != 0 {
 		t.Skip("creating memory cgroups needs root or a delegated cgroup v2 subtree")
 	}
 	s := start(t)
-	dir := t.TempDir()
-	done := make(chan execOut, 1)
-	go func() {
-		o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg; sleep 2"), "memoryMb": 100, "timeoutMs": 10000,
-			"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}})
-		done <- o
-	}()
-	var line string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && line == ""; time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(dir, "cg"))
-		line = strings.TrimSpace(string(b))
-	}
-	for _, l := range strings.Split(line, "\n") {
-		if strings.Contains(l, "/autobox-") {
-			line = l
+	for i, mb := range []int{100, 100, 100, 64, 100} {
+		dir := t.TempDir()
+		done := make(chan execOut, 1)
+		go func() {
+			o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg; sleep 1"), "memoryMb": mb, "timeoutMs": 10000,
+				"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}})
+			done <- o
+		}()
+		var line string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && line == ""; time.Sleep(20 * time.Millisecond) {
+			b, _ := os.ReadFile(filepath.Join(dir, "cg"))
+			line = strings.TrimSpace(string(b))
+		}
+		for _, l := range strings.Split(line, "\n") {
+			if strings.Contains(l, "/autobox-") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "/autobox-") {
+			<-done
+			t.Skipf("the command is not in an autobox cgroup (%q): this host offers none to autobox", line)
+		}
+		parts := strings.SplitN(line, ":", 3)
+		base := "/sys/fs/cgroup/memory"
+		limitFile := "memory.limit_in_bytes"
+		if parts[0] == "0" {
+			base, limitFile = "/sys/fs/cgroup", "memory.max"
+		}
+		cg := filepath.Join(base, parts[2])
+		b, err := os.ReadFile(filepath.Join(cg, limitFile))
+		if err != nil {
+			t.Fatalf("call %d: reading the limit of %s: %v", i, cg, err)
+		}
+		if got, want := strings.TrimSpace(string(b)), fmt.Sprint(mb<<20+32<<20); got != want {
+			t.Errorf("call %d (memoryMb %d): cgroup limit %s, want %s", i, mb, got, want)
+		}
+		if o := <-done; o.code() != 0 {
+			t.Errorf("call %d: command: %+v", i, o)
+		}
+		gone := false
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(50 * time.Millisecond) {
+			_, err := os.Stat(cg)
+			gone = os.IsNotExist(err)
+		}
+		if !gone {
+			t.Errorf("call %d: cgroup %s still exists after the call", i, cg)
 		}
 	}
-	if !strings.Contains(line, "/autobox-") {
-		<-done
-		t.Skipf("the command is not in an autobox cgroup (%q): this host offers none to autobox", line)
-	}
-	parts := strings.SplitN(line, ":", 3)
-	base := "/sys/fs/cgroup/memory"
-	limitFile := "memory.limit_in_bytes"
-	if parts[0] == "0" {
-		base, limitFile = "/sys/fs/cgroup", "memory.max"
-	}
-	cg := filepath.Join(base, parts[2])
-	b, err := os.ReadFile(filepath.Join(cg, limitFile))
-	if err != nil {
-		t.Fatalf("reading the limit of %s: %v", cg, err)
-	}
-	if got, want := strings.TrimSpace(string(b)), fmt.Sprint(100<<20+32<<20); got != want {
-		t.Errorf("cgroup limit %s, want %s", got, want)
-	}
-	if o := <-done; o.code() != 0 {
-		t.Errorf("command: %+v", o)
-	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(cg); os.IsNotExist(err) {
-			return
-		}
-	}
-	t.Errorf("cgroup %s still exists after the call", cg)
 }
