@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -17,8 +18,10 @@ import (
 // launcher is a process plus one locked supervisor thread (its Pdeathsig
 // parent). Safe for concurrent use.
 type Pool struct {
-	exe  string
-	base *policy.Sandbox // what idle launchers prepare for (nil: nothing)
+	exe       string
+	base      *policy.Sandbox // what idle launchers prepare for (nil: nothing)
+	emptied   chan struct{}   // a call took the last ready launcher
+	lastStart atomic.Int64    // when Start was last called, in Unix nanoseconds
 	// memory is the limit of the last call, which new launchers' cgroups get
 	// ahead of the next (-1: none yet).
 	memory atomic.Int64
@@ -37,7 +40,7 @@ func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size)}
+	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size)}
 	p.memory.Store(-1)
 	for i := 0; i < size; i++ {
 		p.refill()
@@ -110,11 +113,19 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 		return nil, err
 	}
 	p.memory.Store(memory)
+	now := time.Now().UnixNano()
+	spaced := now-p.lastStart.Swap(now) >= int64(burstGap)
 	for {
 		var t *Tree
 		pooled := true
 		select {
 		case t = <-p.ready:
+			if len(p.ready) == 0 {
+				select {
+				case p.emptied <- struct{}{}:
+				default:
+				}
+			}
 		default:
 			p.refill() // a failed refill must not leave the pool empty for good
 			var err error
@@ -123,7 +134,7 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 			}
 			pooled = false
 		}
-		p.handOut(t)
+		p.handOut(t, spaced)
 		select {
 		case <-t.finished: // died while idle (killed from outside?)
 			release(t)
@@ -141,12 +152,33 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 	}
 }
 
-// handOut refills the pool once t is done, not now: starting a launcher while
-// the command runs competes with it for the CPU. Close waits for t's cgroup to
-// be removed.
-func (p *Pool) handOut(t *Tree) {
+// refillDelay is how long after a call the pool waits to replace its launcher
+// when another one is still ready and calls are spaced out (burstGap apart at
+// least, as an agent's are): see handOut.
+const (
+	refillDelay = 10 * time.Millisecond
+	burstGap    = 50 * time.Millisecond
+)
+
+// handOut refills the pool once t is done, not now: starting a launcher (fork,
+// exec, the Go runtime's start: milliseconds of CPU) while the command runs
+// competes with it for the CPU. When calls are spaced out and another launcher
+// is ready, it waits a little longer still, until t's launcher has exited and
+// the caller has had time to pass the result on (on this 2-core machine a
+// launcher starting at once delayed the MCP response by ~0.4 ms), unless a call
+// takes the last ready launcher meanwhile. Calls back to back get their
+// replacements at once: a launcher needs milliseconds to get ready. Close waits
+// for t's cgroup to be removed.
+func (p *Pool) handOut(t *Tree, spaced bool) {
 	p.goTracked(func() {
 		<-t.finished
+		if spaced && len(p.ready) > 0 {
+			<-t.reaped
+			select {
+			case <-time.After(refillDelay):
+			case <-p.emptied:
+			}
+		}
 		p.refill()
 		<-t.reaped
 	})

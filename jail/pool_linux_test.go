@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -147,4 +148,40 @@ func TestPoolPrepared(t *testing.T) {
 	create = "create:" + filepath.Join(rw, "three")
 	expect(t, "other network rights", run(network, false, readA, readB, create),
 		map[string]string{readA: "ok", readB: "ok", create: "ok"})
+}
+
+// TestPoolRefills: after calls spaced out (whose replacements wait a little) and
+// calls back to back (whose replacements start at once), the pool is full again.
+func TestPoolRefills(t *testing.T) {
+	requireJail(t)
+	pool := NewPool(testExe(t), 2, nil)
+	defer pool.Close()
+	full := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); len(pool.ready) < cap(pool.ready); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d launchers ready after 10 s", what, len(pool.ready), cap(pool.ready))
+			}
+		}
+	}
+	run := func() {
+		out := tempFile(t)
+		tree, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: basePolicy(t)}, out, out, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	}
+	full("new pool")
+	for i := 0; i < 3; i++ {
+		time.Sleep(burstGap)
+		run()
+		full("after a spaced call")
+	}
+	for i := 0; i < 5; i++ {
+		run()
+	}
+	full("after calls back to back")
 }

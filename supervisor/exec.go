@@ -304,6 +304,13 @@ func commandEnv(scratch string) []string {
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 	}
+	return append(env, caEnv()...)
+}
+
+// caEnv points TLS clients at the system's CA bundle. Looked up once, like the
+// system paths: the bundle does not move while the server runs.
+var caEnv = sync.OnceValue(func() []string {
+	var env []string
 	for _, ca := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
 		if _, err := os.Stat(ca); err == nil {
 			env = append(env, "SSL_CERT_FILE="+ca, "CURL_CA_BUNDLE="+ca, "REQUESTS_CA_BUNDLE="+ca, "NODE_EXTRA_CA_CERTS="+ca)
@@ -314,7 +321,7 @@ func commandEnv(scratch string) []string {
 		env = append(env, "SSL_CERT_DIR=/etc/ssl/certs")
 	}
 	return env
-}
+})
 
 // cappedPipe collects a child's output up to max bytes and drains (and drops) the
 // rest, so a flood neither blocks the child nor grows the server's memory.

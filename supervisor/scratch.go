@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
-// Making and removing a directory costs a journal write on most disks, so the next
-// one is made while a call runs, and used ones are removed after the call has
-// answered; Close waits for both.
+// Making and removing a directory costs a journal write on most disks, so both
+// happen shortly after a call (afterCall), when the result has gone out: the next
+// directory is made then, and the used one removed. Close waits for both.
 type scratchDirs struct {
 	ready chan string
 	wg    sync.WaitGroup
@@ -43,7 +44,6 @@ func (d *scratchDirs) refill() {
 
 // take returns a fresh scratch dir (absolute, canonical, mode 0700).
 func (d *scratchDirs) take() (string, error) {
-	defer d.refill()
 	select {
 	case dir := <-d.ready:
 		return dir, nil
@@ -52,13 +52,19 @@ func (d *scratchDirs) take() (string, error) {
 	return makeScratch()
 }
 
-// release removes a used scratch dir in the background.
+// afterCall is how long after a call its scratch dir is removed and the next
+// one made: on a small machine, file system work at once competed with passing
+// the call's result on.
+const afterCall = 10 * time.Millisecond
+
+// release removes a used scratch dir and makes the next one, in the background.
 func (d *scratchDirs) release(dir string) {
 	d.wg.Add(1)
-	go func() {
+	time.AfterFunc(afterCall, func() {
 		defer d.wg.Done()
 		removeScratch(dir)
-	}()
+		d.refill()
+	})
 }
 
 // close removes the dirs made ahead and waits for pending removals.
