@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/autobox-dev/autobox/policy"
 )
 
 // Inherited descriptors of the launcher; see the diagram in proto.go.
@@ -69,12 +67,9 @@ func launch() int {
 	go func() { <-sig; requestStop() }()
 
 	// Do what does not depend on the spec while waiting for it (a pooled
-	// launcher waits long): probe the kernel, build the usual seccomp filter,
-	// and have encoding/json build its codecs for frames (the first decode of
-	// a spec costs hundreds of µs otherwise).
+	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
 	_, _ = sandboxFilter(false)
-	warmFrames()
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -138,16 +133,6 @@ func launch() int {
 	}
 	_ = writeFrame(status, msg)
 	return 0
-}
-
-// warmFrames decodes and encodes frames like those of a call, and drops them.
-func warmFrames() {
-	frame, err := encodeFrame(&message{Type: msgSpec, Spec: &Spec{Argv: []string{"true"}, Env: []string{"PATH=/bin"},
-		Sandbox: policy.Sandbox{ReadOnly: []string{"/usr"}, ReadWrite: []string{"/tmp"}, Devices: []string{"/dev/null"}}}})
-	if err == nil {
-		_, _ = readFrame(bytes.NewReader(frame))
-	}
-	_, _ = encodeFrame(&message{Type: msgStarted, Pid: 1})
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent

@@ -2,7 +2,6 @@ package jail
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -10,8 +9,8 @@ import (
 )
 
 // The supervisor and the launcher (`autobox worker exec`) talk over two
-// inherited descriptors, in frames of a 4-byte big-endian length and a JSON
-// message with a type field (the same framing as the JS worker's). The
+// inherited descriptors, in frames of a 4-byte big-endian length and a message
+// of tagged fields (codec.go; the JS worker's frames are JSON). The
 // launcher may be started long before its command (Pool), so the command's
 // stdout and stderr travel with the spec as SCM_RIGHTS on a unix socket:
 //
@@ -54,31 +53,29 @@ const (
 )
 
 type message struct {
-	Type string `json:"type"`
-	Spec *Spec  `json:"spec,omitempty"`
+	Type string
+	Spec *Spec
 	// Base is the policy a prepare frame asks the launcher to prepare for.
-	Base *policy.Sandbox `json:"base,omitempty"`
-	Pid  int             `json:"pid,omitempty"`
+	Base *policy.Sandbox
+	Pid  int
 	// Prepared says in a started frame that the command's Landlock ruleset was
 	// the one prepared ahead (see prepared).
-	Prepared bool   `json:"prepared,omitempty"`
-	Code     int    `json:"code,omitempty"`
-	Signal   string `json:"signal,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Kind     string `json:"kind,omitempty"`
+	Prepared bool
+	Code     int
+	Signal   string
+	Error    string
+	Kind     string
 }
 
 func encodeFrame(m *message) ([]byte, error) {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s frame: %w", m.Type, err)
+	e := encoder{b: make([]byte, 4, 512)}
+	e.message(m)
+	n := len(e.b) - 4
+	if n > maxFrame {
+		return nil, fmt.Errorf("%s frame of %d bytes exceeds %d", m.Type, n, maxFrame)
 	}
-	if len(body) > maxFrame {
-		return nil, fmt.Errorf("%s frame of %d bytes exceeds %d", m.Type, len(body), maxFrame)
-	}
-	buf := make([]byte, 4, 4+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	return append(buf, body...), nil
+	binary.BigEndian.PutUint32(e.b, uint32(n))
+	return e.b, nil
 }
 
 func writeFrame(w io.Writer, m *message) error {
@@ -111,7 +108,8 @@ func readFrame(r io.Reader) (*message, error) {
 		return nil, fmt.Errorf("reading frame body: %w", err)
 	}
 	var m message
-	if err := json.Unmarshal(body, &m); err != nil {
+	d := decoder{b: body}
+	if err := d.message(&m); err != nil {
 		return nil, fmt.Errorf("decoding frame: %w", err)
 	}
 	return &m, nil

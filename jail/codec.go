@@ -1,0 +1,288 @@
+package jail
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// A frame's body is a list of fields, each a one-byte tag and a value: a string
+// (uvarint length, bytes), a list of strings (uvarint count, then strings), an
+// integer (varint), a flag (the tag alone: true) or a nested list of fields
+// (uvarint length, fields). Zero values are left out; a nil list is left out and
+// an empty one is not, so both survive the trip. Unknown tags are errors.
+//
+// It replaced JSON, whose decoder took ~0.15 ms of every exec_command call in
+// the launcher, which has just woken up and whose caches are cold; this takes
+// microseconds. TestCodecCoversEveryField fails when a field is added to message,
+// policy.Command or policy.Sandbox without a tag here.
+
+// Tags of message.
+const (
+	tagType = iota + 1
+	tagSpec
+	tagBase
+	tagPid
+	tagPrepared
+	tagCode
+	tagSignal
+	tagError
+	tagKind
+)
+
+// Tags of policy.Command.
+const (
+	tagArgv = iota + 1
+	tagDir
+	tagEnv
+	tagSandbox
+	tagUnsafe
+	tagCgroup
+)
+
+// Tags of policy.Sandbox.
+const (
+	tagReadOnly = iota + 1
+	tagReadWrite
+	tagDenyWrite
+	tagDevices
+	tagAllowNetwork
+	tagAllowExec
+)
+
+type encoder struct{ b []byte }
+
+func (e *encoder) str(tag byte, s string) {
+	if s != "" {
+		e.b = append(e.b, tag)
+		e.raw(s)
+	}
+}
+
+func (e *encoder) raw(s string) {
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *encoder) strs(tag byte, l []string) {
+	if l == nil {
+		return
+	}
+	e.b = append(e.b, tag)
+	e.b = binary.AppendUvarint(e.b, uint64(len(l)))
+	for _, s := range l {
+		e.raw(s)
+	}
+}
+
+func (e *encoder) int(tag byte, v int) {
+	if v != 0 {
+		e.b = append(e.b, tag)
+		e.b = binary.AppendVarint(e.b, int64(v))
+	}
+}
+
+func (e *encoder) flag(tag byte, v bool) {
+	if v {
+		e.b = append(e.b, tag)
+	}
+}
+
+// nested encodes a list of fields with f, after tag and its length.
+func (e *encoder) nested(tag byte, f func(*encoder)) {
+	var sub encoder
+	f(&sub)
+	e.b = append(e.b, tag)
+	e.raw(string(sub.b))
+}
+
+func (e *encoder) message(m *message) {
+	e.str(tagType, m.Type)
+	if m.Spec != nil {
+		e.nested(tagSpec, func(e *encoder) { e.command(m.Spec) })
+	}
+	if m.Base != nil {
+		e.nested(tagBase, func(e *encoder) { e.sandbox(m.Base) })
+	}
+	e.int(tagPid, m.Pid)
+	e.flag(tagPrepared, m.Prepared)
+	e.int(tagCode, m.Code)
+	e.str(tagSignal, m.Signal)
+	e.str(tagError, m.Error)
+	e.str(tagKind, m.Kind)
+}
+
+func (e *encoder) command(c *policy.Command) {
+	e.strs(tagArgv, c.Argv)
+	e.str(tagDir, c.Dir)
+	e.strs(tagEnv, c.Env)
+	e.nested(tagSandbox, func(e *encoder) { e.sandbox(&c.Sandbox) })
+	e.flag(tagUnsafe, c.Unsafe)
+	e.str(tagCgroup, c.Cgroup)
+}
+
+func (e *encoder) sandbox(s *policy.Sandbox) {
+	e.strs(tagReadOnly, s.ReadOnly)
+	e.strs(tagReadWrite, s.ReadWrite)
+	e.strs(tagDenyWrite, s.DenyWrite)
+	e.strs(tagDevices, s.Devices)
+	e.flag(tagAllowNetwork, s.AllowNetwork)
+	e.flag(tagAllowExec, s.AllowExec)
+}
+
+var errShort = errors.New("field runs past the end of the frame")
+
+type decoder struct{ b []byte }
+
+func (d *decoder) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		return 0, errShort
+	}
+	d.b = d.b[n:]
+	return v, nil
+}
+
+// bytes returns the next length-prefixed bytes, not copied.
+func (d *decoder) bytes() ([]byte, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.b)) {
+		return nil, errShort
+	}
+	b := d.b[:n]
+	d.b = d.b[n:]
+	return b, nil
+}
+
+func (d *decoder) str() (string, error) {
+	b, err := d.bytes()
+	return string(b), err
+}
+
+func (d *decoder) strs() ([]string, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.b)) { // every string takes a byte at least
+		return nil, errShort
+	}
+	l := make([]string, n)
+	for i := range l {
+		if l[i], err = d.str(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (d *decoder) int() (int, error) {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		return 0, errShort
+	}
+	d.b = d.b[n:]
+	return int(v), nil
+}
+
+// fields calls f for each tag until the end; f reads the tag's value from d.
+func (d *decoder) fields(what string, f func(tag byte) error) error {
+	for len(d.b) > 0 {
+		tag := d.b[0]
+		d.b = d.b[1:]
+		if err := f(tag); err != nil {
+			return fmt.Errorf("%s field %d: %w", what, tag, err)
+		}
+	}
+	return nil
+}
+
+// nested decodes a length-prefixed list of fields with f.
+func (d *decoder) nested(f func(*decoder) error) error {
+	b, err := d.bytes()
+	if err != nil {
+		return err
+	}
+	return f(&decoder{b: b})
+}
+
+func errTag(tag byte) error { return fmt.Errorf("unknown tag %d", tag) }
+
+func (d *decoder) message(m *message) error {
+	return d.fields("message", func(tag byte) (err error) {
+		switch tag {
+		case tagType:
+			m.Type, err = d.str()
+		case tagSpec:
+			m.Spec = new(policy.Command)
+			err = d.nested(func(d *decoder) error { return d.command(m.Spec) })
+		case tagBase:
+			m.Base = new(policy.Sandbox)
+			err = d.nested(func(d *decoder) error { return d.sandbox(m.Base) })
+		case tagPid:
+			m.Pid, err = d.int()
+		case tagPrepared:
+			m.Prepared = true
+		case tagCode:
+			m.Code, err = d.int()
+		case tagSignal:
+			m.Signal, err = d.str()
+		case tagError:
+			m.Error, err = d.str()
+		case tagKind:
+			m.Kind, err = d.str()
+		default:
+			err = errTag(tag)
+		}
+		return err
+	})
+}
+
+func (d *decoder) command(c *policy.Command) error {
+	return d.fields("command", func(tag byte) (err error) {
+		switch tag {
+		case tagArgv:
+			c.Argv, err = d.strs()
+		case tagDir:
+			c.Dir, err = d.str()
+		case tagEnv:
+			c.Env, err = d.strs()
+		case tagSandbox:
+			err = d.nested(func(d *decoder) error { return d.sandbox(&c.Sandbox) })
+		case tagUnsafe:
+			c.Unsafe = true
+		case tagCgroup:
+			c.Cgroup, err = d.str()
+		default:
+			err = errTag(tag)
+		}
+		return err
+	})
+}
+
+func (d *decoder) sandbox(s *policy.Sandbox) error {
+	return d.fields("sandbox", func(tag byte) (err error) {
+		switch tag {
+		case tagReadOnly:
+			s.ReadOnly, err = d.strs()
+		case tagReadWrite:
+			s.ReadWrite, err = d.strs()
+		case tagDenyWrite:
+			s.DenyWrite, err = d.strs()
+		case tagDevices:
+			s.Devices, err = d.strs()
+		case tagAllowNetwork:
+			s.AllowNetwork = true
+		case tagAllowExec:
+			s.AllowExec = true
+		default:
+			err = errTag(tag)
+		}
+		return err
+	})
+}
