@@ -60,3 +60,28 @@ func TestChildEnvironment(t *testing.T) {
 		t.Errorf("unsafe: fds %q status %q", got["info:fds"], got["info:status"])
 	}
 }
+
+// TestLauncherOutOfReach: the command shares its launcher's Landlock domain (the
+// launcher restricts its main thread), so only the launcher being non-dumpable
+// keeps the command from writing forged frames into the launcher's status pipe or
+// reading and writing its memory through /proc. The same files of the command's
+// own process are the positive control.
+func TestLauncherOutOfReach(t *testing.T) {
+	requireJail(t)
+	p := basePolicy(t)
+	p.ReadOnly = append(p.ReadOnly, "/proc")
+	probes := []string{
+		"parent-write:fd/4", "parent-read:mem", "parent-read:environ", "parent-read:stat",
+		"write:/proc/self/fd/0", "read:/proc/self/mem", "read:/proc/self/environ",
+	}
+	got, _, _ := startHelper(t, Spec{Sandbox: p}, probes...)
+	expect(t, "", got, map[string]string{
+		"parent-write:fd/4":       "EACCES",
+		"parent-read:mem":         "EACCES",
+		"parent-read:environ":     "EACCES",
+		"parent-read:stat":        "ok",
+		"write:/proc/self/fd/0":   "ok", // /dev/null
+		"read:/proc/self/mem":     "ok",
+		"read:/proc/self/environ": "ok",
+	})
+}

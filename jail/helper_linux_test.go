@@ -107,6 +107,12 @@ var families = map[string][3]int{ // domain, type, protocol
 
 func probe1(name, arg string, preFD int) string {
 	switch name {
+	case "parent-read", "parent-write": // a file below /proc/<the launcher>/
+		flags := unix.O_RDONLY
+		if name == "parent-write" {
+			flags = unix.O_WRONLY
+		}
+		return openClose(fmt.Sprintf("/proc/%d/%s", os.Getppid(), arg), flags)
 	case "read":
 		return openClose(arg, unix.O_RDONLY)
 	case "readdir":

@@ -54,6 +54,14 @@ func launch() int {
 	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
 		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
 	}
+	// Not dumpable: the restricted thread is this process's main thread, so the
+	// command shares its Landlock domain, and same-domain ptrace-mode access is
+	// allowed. Without this the command could open /proc/<launcher>/fd/4 and
+	// write forged status frames, or /proc/<launcher>/mem and take over the
+	// launcher's unrestricted threads. Non-dumpable, those need CAP_SYS_PTRACE.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail("", fmt.Errorf("PR_SET_DUMPABLE: %w", err))
+	}
 	// Orphans anywhere below us are reparented to us instead of init, even
 	// after setsid and a double fork, so killing "our descendants" is complete.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -76,6 +84,7 @@ func launch() int {
 	var pr *prepared
 	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
 		pr = prepare(m.Base)
+		defer pr.close()
 		m, fds, err = readControl(ctl)
 	}
 	if errors.Is(err, io.EOF) {

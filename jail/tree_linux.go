@@ -268,6 +268,9 @@ func (t *Tree) readStatus(status *os.File) report {
 	r := report{res: Result{ExitCode: -1}}
 	for !r.final {
 		m, err := readFrame(status)
+		if err == nil && (m.Spec != nil || m.Base != nil) {
+			err = fmt.Errorf("a %q status frame carries a spec", m.Type) // only launchers get those
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				r.failure = fmt.Errorf("%w: reading status: %w", ErrLauncher, err)
@@ -290,6 +293,10 @@ func (t *Tree) readStatus(status *os.File) report {
 		}
 	}
 	if r.final {
+		// The launcher reported an end, so nothing of the tree should be left;
+		// closing the control socket has it kill whatever is, should the report
+		// be wrong.
+		t.closeCtl()
 		// Only the launcher's own exit is left: do not make Wait pay for it.
 		t.oomKills = t.cgroup.oomKills() // asked for after Wait, when the cgroup may be gone
 		t.publish(r.res, r.failure)

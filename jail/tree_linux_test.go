@@ -211,3 +211,21 @@ func TestLauncherErrorMatches(t *testing.T) {
 		t.Errorf("launcher failure %q", other)
 	}
 }
+
+// TestStatusRefusesSpecs: only launchers receive specs; a status frame with one
+// is a broken (or forged) launcher, not a report.
+func TestStatusRefusesSpecs(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := writeFrame(w, &message{Type: msgExit, Spec: &Spec{Argv: []string{"x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tree := &Tree{finished: make(chan struct{}), reaped: make(chan struct{})}
+	rep := tree.readStatus(r)
+	if rep.final || rep.failure == nil || !strings.Contains(rep.failure.Error(), "carries a spec") {
+		t.Errorf("report %+v, want a failure naming the spec", rep)
+	}
+}

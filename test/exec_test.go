@@ -332,6 +332,12 @@ func TestExecProcesses(t *testing.T) {
 	}
 	wantDenied(t, "readlink server cwd", s.probe(nil, nil, "readlink", "/proc/"+server+"/cwd"))
 	wantAllowed(t, "own /proc/self/status", s.probe(nil, nil, "read", "/proc/self/status"))
+	// Nor are the launcher's ($PPID of the command), whose status pipe would let
+	// the command forge its own exit.
+	o, _ := s.exec(map[string]any{"command": bash(`echo x 2>/dev/null > /proc/$PPID/fd/4; echo pipe=$?; cat /proc/$PPID/environ >/dev/null 2>&1; echo environ=$?; cat /proc/self/environ >/dev/null; echo own=$?`)})
+	if o.Stdout != "pipe=1\nenviron=1\nown=0\n" {
+		t.Errorf("the launcher's /proc entries: %+v", o)
+	}
 }
 
 func TestExecKillsWholeTree(t *testing.T) {
