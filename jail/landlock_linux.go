@@ -94,54 +94,83 @@ func landlockPlan(p *policy.Sandbox, abi int) (attr unix.LandlockRulesetAttr, si
 }
 
 // createRuleset creates a Landlock ruleset fd for attr with rules. It changes
-// nothing about the calling thread; landlockRestrict does.
-func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRule) (int, error) {
+// nothing about the calling thread; landlockRestrict does. ids, if not nil,
+// gets what each rule's path was when its rule was added (see fileID).
+func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRule, ids []fileID) (int, error) {
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), size, 0)
 	if e != 0 {
 		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
 	}
-	if err := addPathRules(int(fd), rules); err != nil {
+	if err := addPathRules(int(fd), rules, ids); err != nil {
 		unix.Close(int(fd))
 		return -1, err
 	}
 	return int(fd), nil
 }
 
-func addPathRules(ruleset int, rules []pathRule) error {
-	for _, r := range rules {
-		if err := addPathRule(ruleset, r); err != nil {
+// addPathRules adds rules to ruleset; ids, if not nil, gets their paths' fileIDs.
+func addPathRules(ruleset int, rules []pathRule, ids []fileID) error {
+	for i, r := range rules {
+		id, err := addPathRule(ruleset, r)
+		if err != nil {
 			return err
+		}
+		if ids != nil {
+			ids[i] = id
 		}
 	}
 	return nil
 }
 
-func addPathRule(ruleset int, r pathRule) error {
-	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+// fileID is what a path named when a rule was made for it: a Landlock rule holds
+// the file, not the path, so a rule kept for later is only good while the path
+// still names the same file (see prepared).
+type fileID struct {
+	dev, ino uint64
+	mode     uint32 // file type bits
+	missing  bool   // the path named nothing: no rule was added
+}
+
+// currentID is what path names now; ok is false if that cannot be told.
+func currentID(path string) (id fileID, ok bool) {
+	var st unix.Stat_t
+	err := unix.Stat(path, &st)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil // e.g. /lib64 on arm64: nothing there to allow
+		return fileID{missing: true}, true
 	}
 	if err != nil {
-		return fmt.Errorf("opening %s for a Landlock rule: %w", r.path, err)
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}, true
+}
+
+func addPathRule(ruleset int, r pathRule) (fileID, error) {
+	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return fileID{missing: true}, nil // e.g. /lib64 on arm64: nothing there to allow
+	}
+	if err != nil {
+		return fileID{}, fmt.Errorf("opening %s for a Landlock rule: %w", r.path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat %s: %w", r.path, err)
+		return fileID{}, fmt.Errorf("stat %s: %w", r.path, err)
 	}
+	id := fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
 	access := r.access
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= fileRights
 	}
 	if access == 0 {
-		return nil
+		return id, nil
 	}
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
 	if e != 0 {
-		return fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
+		return fileID{}, fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
 	}
-	return nil
+	return id, nil
 }
 
 // landlockRestrict enforces the ruleset on the calling thread, for good.

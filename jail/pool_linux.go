@@ -2,6 +2,7 @@ package jail
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,14 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 	if err := checkSpec(spec, stdout, stderr); err != nil {
 		return nil, err
 	}
+	if memory < 0 {
+		return nil, fmt.Errorf("%w: memory limit %d", ErrPolicy, memory)
+	}
+	if spec.Unsafe && p.base != nil {
+		// Preparing gave up capabilities that an unsafe command (run as root)
+		// keeps.
+		return nil, fmt.Errorf("%w: an unsafe command needs a pool that does not prepare sandboxes", ErrPolicy)
+	}
 	p.memory.Store(memory)
 	now := time.Now().UnixNano()
 	spaced := now-p.lastStart.Swap(now) >= int64(burstGap)
@@ -173,15 +182,31 @@ func (p *Pool) handOut(t *Tree, spaced bool) {
 	p.goTracked(func() {
 		<-t.finished
 		if spaced && len(p.ready) > 0 {
-			<-t.reaped
-			select {
-			case <-time.After(refillDelay):
-			case <-p.emptied:
-			}
+			p.waitToRefill(t)
 		}
 		p.refill()
 		<-t.reaped
 	})
+}
+
+// waitToRefill waits until t's launcher has exited and then refillDelay, or
+// until a call takes the last ready launcher, whichever comes first.
+func (p *Pool) waitToRefill(t *Tree) {
+	for { // a signal from an earlier burst is stale if the pool is not empty
+		select {
+		case <-p.emptied:
+			if len(p.ready) == 0 {
+				return
+			}
+			continue
+		case <-t.reaped:
+		}
+		break
+	}
+	select {
+	case <-time.After(refillDelay):
+	case <-p.emptied:
+	}
 }
 
 // Close ends the idle launchers and waits for them, and for the trees already

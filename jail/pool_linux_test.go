@@ -1,7 +1,10 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,9 +98,10 @@ func TestPool(t *testing.T) {
 }
 
 // TestPoolPrepared: launchers that prepared for a base policy give a spec that
-// extends it the prepared ruleset plus its own rules, and a spec that does not
-// extend it (it lacks one of the base's paths, or has other network rights) a
-// ruleset of its own: the prepared one, which allows more, is not used.
+// extends it the prepared ruleset plus its own rules; a spec that does not extend
+// it (it lacks one of the base's paths, or has other rights), or one whose base
+// paths now name other files, gets a ruleset of its own. Either way the command
+// gets exactly its spec's access.
 func TestPoolPrepared(t *testing.T) {
 	requireJail(t)
 	a, b, rw := t.TempDir(), t.TempDir(), t.TempDir()
@@ -108,8 +112,9 @@ func TestPoolPrepared(t *testing.T) {
 	base.ReadOnly = append(base.ReadOnly, a, b)
 	pool := NewPool(testExe(t), 1, &base)
 	defer pool.Close()
-	run := func(p policy.Sandbox, wantPrepared bool, probes ...string) map[string]string {
+	run := func(what string, p policy.Sandbox, wantPrepared bool, want map[string]string) {
 		t.Helper()
+		probes := slices.Sorted(maps.Keys(want))
 		spec := Spec{Sandbox: p, Argv: append([]string{testExe(t)}, probes...), Env: []string{helperEnv + "=1"}}
 		out := tempFile(t)
 		tree, err := pool.Start(&spec, out, out, 0)
@@ -119,35 +124,64 @@ func TestPoolPrepared(t *testing.T) {
 		res, err := tree.Wait()
 		text := readBack(t, out)
 		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("victim: %+v, %v, output:\n%s", res, err, text)
+			t.Fatalf("%s: victim: %+v, %v, output:\n%s", what, res, err, text)
 		}
 		if tree.prepared != wantPrepared {
-			t.Errorf("command got the prepared ruleset: %v, want %v", tree.prepared, wantPrepared)
+			t.Errorf("%s: command got the prepared ruleset: %v, want %v", what, tree.prepared, wantPrepared)
 		}
 		<-tree.reaped
-		return parseResults(t, text, probes)
+		expect(t, what, parseResults(t, text, probes), want)
 	}
 	readA, readB := "read:"+filepath.Join(a, "data"), "read:"+filepath.Join(b, "data")
+	n := 0
+	create := func() string { n++; return fmt.Sprintf("create:%s/%d", rw, n) }
 
 	extends := base
 	extends.ReadOnly = slices.Clone(base.ReadOnly)
 	extends.ReadWrite = []string{rw}
-	create := "create:" + filepath.Join(rw, "one")
-	expect(t, "extends the base", run(extends, true, readA, readB, create),
-		map[string]string{readA: "ok", readB: "ok", create: "ok"})
+	c := create()
+	run("extends the base", extends, true, map[string]string{readA: "ok", readB: "ok", c: "ok"})
 
 	narrower := basePolicy(t)
 	narrower.ReadOnly = append(narrower.ReadOnly, a)
 	narrower.ReadWrite = []string{rw}
-	create = "create:" + filepath.Join(rw, "two")
-	expect(t, "lacks a path of the base", run(narrower, false, readA, readB, create),
-		map[string]string{readA: "ok", readB: "EACCES", create: "ok"})
+	c = create()
+	run("lacks a path of the base", narrower, false, map[string]string{readA: "ok", readB: "EACCES", c: "ok"})
 
+	noDevices := extends
+	noDevices.Devices = nil
+	c = create()
+	run("lacks the base's devices", noDevices, false, map[string]string{readA: "ok", readB: "ok", c: "ok", "write:/dev/null": "EACCES"})
+
+	// Before Landlock ABI 4 there are no network rights: the attributes are the
+	// same and the prepared ruleset is right for it.
 	network := extends
 	network.AllowNetwork = true
-	create = "create:" + filepath.Join(rw, "three")
-	expect(t, "other network rights", run(network, false, readA, readB, create),
-		map[string]string{readA: "ok", readB: "ok", create: "ok"})
+	c = create()
+	run("other network rights", network, Probe().LandlockABI < abiNet, map[string]string{readA: "ok", readB: "ok", c: "ok"})
+
+	// Give the idle launcher time to prepare, then move b away and put a new
+	// directory in its place: the prepared rule holds the old directory.
+	for deadline := time.Now().Add(10 * time.Second); len(pool.ready) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	time.Sleep(500 * time.Millisecond)
+	moved := b + ".moved"
+	if err := os.Rename(b, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(b, "data"), "new")
+	readMoved := "read:" + filepath.Join(moved, "data")
+	c = create()
+	run("a base path replaced", extends, false, map[string]string{readA: "ok", readB: "ok", readMoved: "EACCES", c: "ok"})
+
+	// An unsafe spec keeps root's capabilities, which a prepared launcher has
+	// given up: a pool that prepares refuses it.
+	if _, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Unsafe: true}, tempFile(t), tempFile(t), 0); !errors.Is(err, ErrPolicy) {
+		t.Errorf("unsafe spec through a preparing pool: %v, want ErrPolicy", err)
+	}
 }
 
 // TestPoolRefills: after calls spaced out (whose replacements wait a little) and

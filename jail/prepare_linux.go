@@ -12,16 +12,19 @@ import (
 // rules, and an empty capability bounding set. The call then adds only its own
 // rules: opening and adding the base's ~30 paths took ~0.3 ms of every call.
 //
-// A spec that does not extend the base (other network or exec rights, or without
-// one of the base's rules) gets a ruleset built for it alone, as without
-// preparation: the prepared ruleset never grants a command more than its spec.
+// The prepared ruleset is used only when the spec extends the base (the same
+// network and exec rights, and every one of the base's rules), and only if each
+// of the base's paths still names the file it named when its rule was made: a
+// rule holds a file, not a path, and a launcher may wait long. Otherwise the spec
+// gets a ruleset built for it alone, as without preparation. Either way the
+// command gets exactly its spec's rules.
 type prepared struct {
 	attr    unix.LandlockRulesetAttr
 	size    uintptr
-	rules   map[pathRule]bool // the base's rules, all in fd
-	fd      int               // the ruleset, -1 if none (or taken)
-	bounded bool              // dropBounding ran on this thread
-	used    bool              // ruleset handed out the prepared ruleset
+	rules   map[pathRule]fileID // the base's rules, all in fd, and their files
+	fd      int                 // the ruleset, -1 if none (or taken)
+	bounded bool                // dropBounding ran on this thread
+	used    bool                // ruleset handed out the prepared ruleset
 }
 
 // prepare does for base what can be done before the spec arrives, on the calling
@@ -32,11 +35,12 @@ func prepare(base *policy.Sandbox) *prepared {
 	st := Probe()
 	if st.Check(base) == nil {
 		attr, size, rules := landlockPlan(base, st.LandlockABI)
-		if fd, err := createRuleset(&attr, size, rules); err == nil {
+		ids := make([]fileID, len(rules))
+		if fd, err := createRuleset(&attr, size, rules, ids); err == nil {
 			pr.attr, pr.size, pr.fd = attr, size, fd
-			pr.rules = make(map[pathRule]bool, len(rules))
-			for _, r := range rules {
-				pr.rules[r] = true
+			pr.rules = make(map[pathRule]fileID, len(rules))
+			for i, r := range rules {
+				pr.rules[r] = ids[i]
 			}
 		}
 	}
@@ -47,22 +51,22 @@ func prepare(base *policy.Sandbox) *prepared {
 }
 
 // ruleset returns a Landlock ruleset fd with p's rules, for the caller to close:
-// the prepared one plus p's other rules when p extends the base, else a new one.
-// pr may be nil.
+// the prepared one plus p's other rules when p extends the base and the base's
+// paths are unchanged, else a new one. pr may be nil.
 func (pr *prepared) ruleset(p *policy.Sandbox, abi int) (int, error) {
 	attr, size, rules := landlockPlan(p, abi)
-	if pr == nil || pr.fd < 0 || attr != pr.attr || size != pr.size || !pr.within(rules) {
-		return createRuleset(&attr, size, rules)
+	if pr == nil || pr.fd < 0 || attr != pr.attr || size != pr.size || !pr.within(rules) || !pr.unchanged() {
+		return createRuleset(&attr, size, rules, nil)
 	}
 	fd := pr.fd
 	pr.fd, pr.used = -1, true
-	extra := make([]pathRule, 0, len(rules)-len(pr.rules))
+	extra := make([]pathRule, 0, len(rules))
 	for _, r := range rules {
-		if !pr.rules[r] {
+		if _, ok := pr.rules[r]; !ok {
 			extra = append(extra, r)
 		}
 	}
-	if err := addPathRules(fd, extra); err != nil {
+	if err := addPathRules(fd, extra, nil); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
@@ -71,15 +75,32 @@ func (pr *prepared) ruleset(p *policy.Sandbox, abi int) (int, error) {
 
 // within reports whether every prepared rule is among rules.
 func (pr *prepared) within(rules []pathRule) bool {
-	found := 0
-	seen := make(map[pathRule]bool, len(pr.rules))
+	found := make(map[pathRule]bool, len(pr.rules))
 	for _, r := range rules {
-		if pr.rules[r] && !seen[r] {
-			seen[r] = true
-			found++
+		if _, ok := pr.rules[r]; ok {
+			found[r] = true
 		}
 	}
-	return found == len(pr.rules)
+	return len(found) == len(pr.rules)
+}
+
+// unchanged reports whether each prepared rule's path still names the file (or
+// the absence of one) that it named when the rule was made.
+func (pr *prepared) unchanged() bool {
+	for r, then := range pr.rules {
+		if now, ok := currentID(r.path); !ok || now != then {
+			return false
+		}
+	}
+	return true
+}
+
+// close releases a ruleset that was not used; pr may be nil.
+func (pr *prepared) close() {
+	if pr != nil && pr.fd >= 0 {
+		unix.Close(pr.fd)
+		pr.fd = -1
+	}
 }
 
 // usedRuleset reports whether the prepared ruleset was used; pr may be nil.
