@@ -19,38 +19,49 @@ import (
 // microseconds. TestCodecCoversEveryField fails when a field is added to message,
 // policy.Command or policy.Sandbox without a tag here.
 
+// codecVersion is the first byte of every body. The supervisor and a launcher
+// are the same binary, but a launcher started from a binary replaced in place
+// could be another build: a different version is refused, not misread. Tags
+// below are never renumbered or reused; a change of meaning needs a new version.
+const codecVersion = 1
+
 // Tags of message.
 const (
-	tagType = iota + 1
-	tagSpec
-	tagBase
-	tagPid
-	tagPrepared
-	tagCode
-	tagSignal
-	tagError
-	tagKind
+	tagType     = 1
+	tagSpec     = 2
+	tagBase     = 3
+	tagPid      = 4
+	tagPrepared = 5
+	tagCode     = 6
+	tagSignal   = 7
+	tagError    = 8
+	tagKind     = 9
 )
 
 // Tags of policy.Command.
 const (
-	tagArgv = iota + 1
-	tagDir
-	tagEnv
-	tagSandbox
-	tagUnsafe
-	tagCgroup
+	tagArgv    = 1
+	tagDir     = 2
+	tagEnv     = 3
+	tagSandbox = 4
+	tagUnsafe  = 5
+	tagCgroup  = 6
 )
 
 // Tags of policy.Sandbox.
 const (
-	tagReadOnly = iota + 1
-	tagReadWrite
-	tagDenyWrite
-	tagDevices
-	tagAllowNetwork
-	tagAllowExec
+	tagReadOnly     = 1
+	tagReadWrite    = 2
+	tagDenyWrite    = 3
+	tagDevices      = 4
+	tagAllowNetwork = 5
+	tagAllowExec    = 6
 )
+
+// maxList bounds a list of strings: each costs a string header (16 bytes) for
+// as little as one byte of frame, so a hostile frame could otherwise make the
+// reader allocate 16 times its size. Commands have at most 4096 arguments.
+const maxList = 1 << 16
 
 type encoder struct{ b []byte }
 
@@ -171,6 +182,9 @@ func (d *decoder) strs() ([]string, error) {
 	}
 	if n > uint64(len(d.b)) { // every string takes a byte at least
 		return nil, errShort
+	}
+	if n > maxList {
+		return nil, fmt.Errorf("list of %d strings, more than %d", n, maxList)
 	}
 	l := make([]string, n)
 	for i := range l {

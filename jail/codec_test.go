@@ -2,6 +2,7 @@ package jail
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,12 +101,28 @@ func TestCodecRefusesBadBodies(t *testing.T) {
 		{"list longer than the frame", []byte{tagSpec, 3, tagArgv, 0xff, 0x7f}, "past the end"},
 		{"nested past the end", []byte{tagSpec, 9, tagUnsafe}, "past the end"},
 		{"no varint", []byte{tagPid}, "past the end"},
+		{"list too long", func() []byte {
+			list := binary.AppendUvarint([]byte{tagArgv}, maxList+1)
+			list = append(list, make([]byte, maxList+1)...) // that many empty strings
+			return append(binary.AppendUvarint([]byte{tagSpec}, uint64(len(list))), list...)
+		}(), "more than 65536"},
 	} {
 		var m message
 		d := decoder{b: tc.body}
 		if err := d.message(&m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestCodecRefusesOtherVersions(t *testing.T) {
+	frame, err := encodeFrame(&message{Type: msgExit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame[4] = codecVersion + 1
+	if _, err := readFrame(bytes.NewReader(frame)); err == nil || !strings.Contains(err.Error(), "codec version") {
+		t.Errorf("a frame of another version: %v, want it refused", err)
 	}
 }
 

@@ -69,6 +69,7 @@ type message struct {
 
 func encodeFrame(m *message) ([]byte, error) {
 	e := encoder{b: make([]byte, 4, 512)}
+	e.b = append(e.b, codecVersion)
 	e.message(m)
 	n := len(e.b) - 4
 	if n > maxFrame {
@@ -107,8 +108,11 @@ func readFrame(r io.Reader) (*message, error) {
 		}
 		return nil, fmt.Errorf("reading frame body: %w", err)
 	}
+	if len(body) == 0 || body[0] != codecVersion {
+		return nil, fmt.Errorf("frame is not of codec version %d (another build of autobox?)", codecVersion)
+	}
 	var m message
-	d := decoder{b: body}
+	d := decoder{b: body[1:]}
 	if err := d.message(&m); err != nil {
 		return nil, fmt.Errorf("decoding frame: %w", err)
 	}
