@@ -74,9 +74,10 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 // memCgroup is one launcher's cgroup.
 type memCgroup struct {
 	*memCgroups
-	dir    string
-	memory int64    // what the limit is set for, as setLimit takes it; -1: idle
-	events *os.File // the file that counts OOM kills, opened ahead of the call
+	dir      string
+	memory   int64 // what the limit is set for, as setLimit takes it, if limitSet
+	limitSet bool
+	events   *os.File // the file that counts OOM kills, opened ahead of the call
 }
 
 // create makes a cgroup for an idle launcher, limited as for a command of memory bytes
@@ -87,7 +88,7 @@ func (c *memCgroups) create(memory int64) *memCgroup {
 	if c == nil {
 		return nil
 	}
-	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString()), memory: -2}
+	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString())}
 	if os.Mkdir(g.dir, 0o755) != nil {
 		return nil
 	}
@@ -114,7 +115,10 @@ func (g *memCgroup) join(pid int) error {
 // setLimit limits the cgroup to memory bytes plus the launcher's slack; memory 0
 // lifts the limit, and memory -1 leaves only the slack (an idle launcher's limit).
 func (g *memCgroup) setLimit(memory int64) error {
-	if memory == g.memory {
+	if memory < -1 {
+		return fmt.Errorf("%w: memory limit %d", ErrPolicy, memory)
+	}
+	if g.limitSet && memory == g.memory {
 		return nil
 	}
 	limit := strconv.FormatInt(max(memory, 0)+cgroupSlack, 10)
@@ -126,10 +130,10 @@ func (g *memCgroup) setLimit(memory int64) error {
 		limit = "-1"
 	}
 	if err := os.WriteFile(filepath.Join(g.dir, g.limit), []byte(limit), 0); err != nil {
-		g.memory = -2 // unknown
+		g.limitSet = false
 		return fmt.Errorf("%w: setting the memory cgroup's limit: %w", ErrSandbox, err)
 	}
-	g.memory = memory
+	g.memory, g.limitSet = memory, true
 	return nil
 }
 

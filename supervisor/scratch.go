@@ -16,6 +16,9 @@ import (
 type scratchDirs struct {
 	ready chan string
 	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool // a call that outlived close removes its dir at once, makes none
 }
 
 const scratchAhead = 2
@@ -59,16 +62,29 @@ const afterCall = 10 * time.Millisecond
 
 // release removes a used scratch dir and makes the next one, in the background.
 func (d *scratchDirs) release(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		removeScratch(dir)
+		return
+	}
 	d.wg.Add(1)
 	time.AfterFunc(afterCall, func() {
 		defer d.wg.Done()
 		removeScratch(dir)
-		d.refill()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.closed {
+			d.refill()
+		}
 	})
 }
 
 // close removes the dirs made ahead and waits for pending removals.
 func (d *scratchDirs) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
 	for {
 		select {
 		case dir := <-d.ready:
