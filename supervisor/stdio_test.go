@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // stdioSession serves one session of a fresh server over in-memory pipes.
@@ -99,6 +101,14 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 		`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"},"task":{}}}`,
+		// Envelopes: members in another order, an extra member, an id written as
+		// a float (all answered directly); a member name in capitals, null params
+		// (the SDK's).
+		`{"params":{"name":"execute_js","arguments":{"code":"2"}},"method":"tools/call","id":21,"jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"3"}},"extra":1}`,
+		`{"jsonrpc":"2.0","id":23.0,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"4"}}}`,
+		`{"JSONRPC":"2.0","id":24,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"5"}}}`,
+		`{"jsonrpc":"2.0","id":25,"method":"tools/call","params":null}`,
 	}
 	run := func(noDirect bool) ([]string, int64) {
 		ss := startStdio(t, noDirect)
@@ -124,8 +134,8 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		t.Fatalf("%d calls took the direct path with it off", n)
 	}
 	direct, n := run(false)
-	if n != 8 {
-		t.Errorf("%d calls took the direct path, want 8", n)
+	if n != 11 {
+		t.Errorf("%d calls took the direct path, want 11", n)
 	}
 	for i := range sdk {
 		if direct[i] != sdk[i] {
@@ -173,5 +183,44 @@ func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
 	}
 	if n := ss.tr.direct.answered.Load(); n != 2 {
 		t.Errorf("%d direct calls, want 2", n)
+	}
+}
+
+// TestPlainToolCall: the fast decoder gives the request DecodeMessage gives, and
+// leaves every other shape to it.
+func TestPlainToolCall(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		plain bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`, true},
+		{`{"params":{},"id":"a b","method":"tools/call","jsonrpc":"2.0"}`, true},
+		{`{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":null}`, true},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{},"x":1}`, false},
+		{`{"jsonrpc":"2.0","ID":7,"method":"tools/call","params":{}}`, false},
+		{`{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{}}`, false},
+		{`[1,2,3,4]`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}`, false},
+	} {
+		req, ok := plainToolCall([]byte(tc.line))
+		if ok != tc.plain {
+			t.Errorf("%s: plain %v, want %v", tc.line, ok, tc.plain)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		msg, err := jsonrpc.DecodeMessage([]byte(tc.line))
+		if err != nil {
+			t.Fatalf("%s: DecodeMessage: %v", tc.line, err)
+		}
+		sdk := msg.(*jsonrpc.Request)
+		if req.ID != sdk.ID || req.Method != sdk.Method || string(req.Params) != string(sdk.Params) {
+			t.Errorf("%s: got %+v, DecodeMessage gives %+v", tc.line, req, sdk)
+		}
 	}
 }
