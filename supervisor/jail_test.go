@@ -255,3 +255,38 @@ func sleepers() []string {
 	}
 	return pids
 }
+
+// TestPoolRefillsAfterCalls: after calls spaced out (whose replacement workers
+// start a little after the call) and calls back to back (at once), the pool is
+// full again.
+func TestPoolRefillsAfterCalls(t *testing.T) {
+	s, err := New(Options{Exe: testBin, PoolSize: 2, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	full := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); len(s.pool.ready) < s.pool.size; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d workers ready after 20 s", what, len(s.pool.ready), s.pool.size)
+			}
+		}
+	}
+	call := func() {
+		t.Helper()
+		if out, err := s.ExecuteJS(context.Background(), &JSInput{Code: "1"}); err != nil || !out.OK {
+			t.Fatalf("%+v %v", out, err)
+		}
+	}
+	full("new server")
+	for i := 0; i < 3; i++ {
+		time.Sleep(burstGap)
+		call()
+		full("after a spaced call")
+	}
+	for i := 0; i < 6; i++ {
+		call()
+	}
+	full("after calls back to back")
+}

@@ -115,10 +115,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	if err != nil {
 		return nil, fmt.Errorf("no JS worker: %w", err)
 	}
-	defer func() {
-		go w.kill() // reaping is not the caller's business
-		s.pool.refill()
-	}()
+	defer s.pool.done(w)
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	defer b.close()
 	out := &JSOutput{Logs: []string{}}
@@ -234,10 +231,7 @@ func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		go w.kill()
-		s.pool.refill()
-	}()
+	defer s.pool.done(w)
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeProbe, Probe: paths}); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type jsWorker struct {
 	waitErr error
 
 	gotCache bool // started with the prelude code cache
+	spaced   bool // its call came burstGap or more after the one before (see done)
 }
 
 // read receives the worker's next frame. The pipe is in blocking mode, outside Go's
@@ -93,6 +94,7 @@ type pool struct {
 	// cacheGiven counts workers started with the cache; cacheMisses those of them
 	// that made their own: V8 rejected it.
 	cacheGiven, cacheMisses atomic.Int64
+	lastGet                 atomic.Int64 // when get was last called, in Unix nanoseconds
 	ready                   chan *jsWorker
 	spawnRq                 chan chan spawnResult
 	stop                    chan struct{}
@@ -292,11 +294,14 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 }
 
 // get returns a warm worker, or starts one if none is ready. The caller owns it and
-// calls refill when its call is over: starting the replacement during the call would
+// calls done when its call is over: starting the replacement during the call would
 // take the CPU the call needs.
 func (p *pool) get(ctx context.Context) (*jsWorker, error) {
+	now := time.Now().UnixNano()
+	spaced := now-p.lastGet.Swap(now) >= int64(burstGap)
 	select {
 	case w := <-p.ready:
+		w.spaced = spaced
 		return w, nil
 	default:
 	}
@@ -304,7 +309,30 @@ func (p *pool) get(ctx context.Context) (*jsWorker, error) {
 	if err != nil && ctx.Err() == nil {
 		w, err = p.spawnReady(ctx) // one more try: a start can fail for a passing reason
 	}
+	if w != nil {
+		w.spaced = spaced
+	}
 	return w, err
+}
+
+// Refilling after a call: see done.
+const (
+	refillDelay = 10 * time.Millisecond
+	burstGap    = 50 * time.Millisecond
+)
+
+// done ends a worker whose call is over and replaces it. When calls are spaced
+// out (an agent's are) and another worker is ready, the replacement starts
+// refillDelay later, once the result has gone out: a worker's start is
+// milliseconds of CPU, and on a 2-core machine starting it at once delayed the
+// response. Calls back to back (batch runs) get it at once.
+func (p *pool) done(w *jsWorker) {
+	go w.kill() // reaping is not the caller's business
+	if w.spaced && len(p.ready) > 0 {
+		time.AfterFunc(refillDelay, p.refill)
+		return
+	}
+	p.refill()
 }
 
 // close kills every worker and stops the spawner.
