@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +19,29 @@ func init() { register("batch", benchBatch) }
 // benchBatch measures `autobox batch` throughput: 1,000 trivial execute_js lines with
 // --jobs 2, a fresh worker per call, from process start to exit. The CPU time is the
 // batch process and every worker it reaped (wait4 reports children it waited for).
+// It is CPU-bound, and on a shared machine one run moves by 15% or more, so it runs
+// batchRuns times and reports the median run (by calls per second) and the range.
 func benchBatch(ctx context.Context, bin string, _ *mcp.ClientSession, _ int, rep *report) {
+	const batchRuns = 3
+	runs := make([]batchRun, batchRuns)
+	for i := range runs {
+		runs[i] = runBatch(ctx, bin)
+	}
+	slices.SortFunc(runs, func(a, b batchRun) int { return cmp.Compare(a.perSecond, b.perSecond) })
+	med := runs[len(runs)/2]
+	rep.Numbers["batch execute_js failed lines (of 1000, median run)"] = float64(med.failed)
+	rep.Numbers["batch execute_js calls/s (1000 lines, --jobs 2; target >= 150; median of 3)"] = med.perSecond
+	rep.Numbers["batch execute_js calls/s, slowest of 3"] = runs[0].perSecond
+	rep.Numbers["batch execute_js calls/s, fastest of 3"] = runs[len(runs)-1].perSecond
+	rep.Numbers["batch execute_js CPU ms per call (batch + workers, median run)"] = med.cpuPerCall
+}
+
+type batchRun struct {
+	perSecond, cpuPerCall float64
+	failed                int
+}
+
+func runBatch(ctx context.Context, bin string) batchRun {
 	const lines, jobs = 1000, 2
 	var in bytes.Buffer
 	for i := range lines {
@@ -37,8 +61,10 @@ func benchBatch(ctx context.Context, bin string, _ *mcp.ClientSession, _ int, re
 		check(fmt.Errorf("autobox batch: %w\n%s", err, stderr.String()))
 	}
 	passed := strings.Count(stdout.String(), `"ok":true,"result":{"ok":true,"result":42`)
-	rep.Numbers["batch execute_js failed lines (of 1000)"] = float64(lines - passed)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	rep.Numbers["batch execute_js calls/s (1000 lines, --jobs 2; target >= 150)"] = lines / wall.Seconds()
-	rep.Numbers["batch execute_js CPU ms per call (batch + workers)"] = float64(cpu.Microseconds()) / 1000 / lines
+	return batchRun{
+		perSecond:  lines / wall.Seconds(),
+		cpuPerCall: float64(cpu.Microseconds()) / 1000 / lines,
+		failed:     lines - passed,
+	}
 }
