@@ -205,8 +205,17 @@ func TestPlainToolCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{}}`, false},
 		{`[1,2,3,4]`, false},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}`, false},
+		// What the SDK refuses is the SDK's to refuse: repeated members (here the
+		// first is invalid), nesting deeper than its limit, trailing data.
+		{`{"jsonrpc":1,"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1e400,"id":7,"method":"tools/call","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`, false},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}`, true},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"` + strings.Repeat("[", 2000) + `"}}`, true},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}} {}`, false},
 	} {
-		req, ok := plainToolCall([]byte(tc.line))
+		c := &lineConn{direct: &directCalls{}}
+		req, ok := c.plainToolCall([]byte(tc.line))
 		if ok != tc.plain {
 			t.Errorf("%s: plain %v, want %v", tc.line, ok, tc.plain)
 			continue
