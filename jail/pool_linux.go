@@ -22,7 +22,8 @@ type Pool struct {
 	exe       string
 	base      *policy.Sandbox // what idle launchers prepare for (nil: nothing)
 	emptied   chan struct{}   // a call took the last ready launcher
-	lastStart atomic.Int64    // when Start was last called, in Unix nanoseconds
+	epoch     time.Time       // lastStart counts from here (monotonic)
+	lastStart atomic.Int64    // when Start was last called, in ns since epoch
 	// memory is the limit of the last call, which new launchers' cgroups get
 	// ahead of the next (-1: none yet).
 	memory atomic.Int64
@@ -41,7 +42,8 @@ func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size)}
+	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size),
+		epoch: time.Now().Add(-burstGap)} // the first call counts as spaced out
 	p.memory.Store(-1)
 	for i := 0; i < size; i++ {
 		p.refill()
@@ -122,7 +124,7 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 		return nil, fmt.Errorf("%w: an unsafe command needs a pool that does not prepare sandboxes", ErrPolicy)
 	}
 	p.memory.Store(memory)
-	now := time.Now().UnixNano()
+	now := int64(time.Since(p.epoch))
 	spaced := now-p.lastStart.Swap(now) >= int64(burstGap)
 	for {
 		var t *Tree

@@ -94,7 +94,9 @@ type pool struct {
 	// cacheGiven counts workers started with the cache; cacheMisses those of them
 	// that made their own: V8 rejected it.
 	cacheGiven, cacheMisses atomic.Int64
-	lastGet                 atomic.Int64 // when get was last called, in Unix nanoseconds
+	epoch                   time.Time    // lastGet counts from here (monotonic)
+	lastGet                 atomic.Int64 // when get was last called, in ns since epoch
+	delayed                 atomic.Int32 // replacements waiting for refillDelay
 	ready                   chan *jsWorker
 	spawnRq                 chan chan spawnResult
 	stop                    chan struct{}
@@ -121,6 +123,7 @@ func newPool(argv []string, prepare func() error, size int, noWarmup bool, log *
 	}
 	p := &pool{
 		argv: argv, prepare: prepare, devnull: devnull, size: size, noWarmup: noWarmup, log: log,
+		epoch:   time.Now().Add(-burstGap), // the first call counts as spaced out
 		ready:   make(chan *jsWorker, max(size, 1)),
 		spawnRq: make(chan chan spawnResult),
 		stop:    make(chan struct{}),
@@ -297,11 +300,14 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 // calls done when its call is over: starting the replacement during the call would
 // take the CPU the call needs.
 func (p *pool) get(ctx context.Context) (*jsWorker, error) {
-	now := time.Now().UnixNano()
+	now := int64(time.Since(p.epoch))
 	spaced := now-p.lastGet.Swap(now) >= int64(burstGap)
 	select {
 	case w := <-p.ready:
 		w.spaced = spaced
+		if len(p.ready) == 0 && p.delayed.Load() > 0 {
+			p.refill() // the pool ran dry while a replacement waits: start it now
+		}
 		return w, nil
 	default:
 	}
@@ -329,7 +335,11 @@ const (
 func (p *pool) done(w *jsWorker) {
 	go w.kill() // reaping is not the caller's business
 	if w.spaced && len(p.ready) > 0 {
-		time.AfterFunc(refillDelay, p.refill)
+		p.delayed.Add(1)
+		time.AfterFunc(refillDelay, func() {
+			p.delayed.Add(-1)
+			p.refill()
+		})
 		return
 	}
 	p.refill()

@@ -29,7 +29,11 @@ func benchBatch(ctx context.Context, bin string, _ *mcp.ClientSession, _ int, re
 	}
 	slices.SortFunc(runs, func(a, b batchRun) int { return cmp.Compare(a.perSecond, b.perSecond) })
 	med := runs[len(runs)/2]
-	rep.Numbers["batch execute_js failed lines (of 1000, median run)"] = float64(med.failed)
+	failed := 0
+	for _, r := range runs {
+		failed = max(failed, r.failed)
+	}
+	rep.Numbers["batch execute_js failed lines (of 1000, most in a run)"] = float64(failed)
 	rep.Numbers["batch execute_js calls/s (1000 lines, --jobs 2; target >= 150; median of 3)"] = med.perSecond
 	rep.Numbers["batch execute_js calls/s, slowest of 3"] = runs[0].perSecond
 	rep.Numbers["batch execute_js calls/s, fastest of 3"] = runs[len(runs)-1].perSecond
