@@ -290,3 +290,28 @@ func TestPoolRefillsAfterCalls(t *testing.T) {
 	}
 	full("after calls back to back")
 }
+
+// TestBatchWorkersTimerSlack: workers of a NoWarmup server (command lines, batch
+// runs) have the coarse timer slack, set before the Go runtime started any thread
+// (threads inherit it; Linux shows it for the main thread only); a server's
+// workers keep the default.
+func TestBatchWorkersTimerSlack(t *testing.T) {
+	slack := func(noWarmup bool) string {
+		s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), NoWarmup: noWarmup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", workerPids(t, s)[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := slack(true); got != "2000000" {
+		t.Errorf("batch worker's timer slack %s ns, want 2000000", got)
+	}
+	if got := slack(false); got == "2000000" {
+		t.Errorf("server worker's timer slack %s ns, want the default", got)
+	}
+}

@@ -40,7 +40,9 @@ type Options struct {
 	StateDir string
 	// NoWarmup makes JS workers skip the warm-up call that has the first real call
 	// run on warm code paths: for command lines and batch runs, whose calls arrive as
-	// soon as a worker exists and where a worker's CPU time is what counts.
+	// soon as a worker exists and where a worker's CPU time is what counts. Their
+	// workers also sleep with a coarse timer slack (see workerTimerSlack), so a JS
+	// timer may fire up to 2 ms late.
 	NoWarmup bool
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
