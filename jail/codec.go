@@ -45,7 +45,7 @@ const (
 	tagEnv     = 3
 	tagSandbox = 4
 	tagUnsafe  = 5
-	tagCgroup  = 6
+	// 6 was the cgroup a command joined; pooled launchers join theirs while idle.
 )
 
 // Tags of policy.Sandbox.
@@ -131,7 +131,6 @@ func (e *encoder) command(c *policy.Command) {
 	e.strs(tagEnv, c.Env)
 	e.nested(tagSandbox, func(e *encoder) { e.sandbox(&c.Sandbox) })
 	e.flag(tagUnsafe, c.Unsafe)
-	e.str(tagCgroup, c.Cgroup)
 }
 
 func (e *encoder) sandbox(s *policy.Sandbox) {
@@ -270,8 +269,6 @@ func (d *decoder) command(c *policy.Command) error {
 			err = d.nested(func(d *decoder) error { return d.sandbox(&c.Sandbox) })
 		case tagUnsafe:
 			c.Unsafe = true
-		case tagCgroup:
-			c.Cgroup, err = d.str()
 		default:
 			err = errTag(tag)
 		}

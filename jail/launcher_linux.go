@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,21 +190,15 @@ func checkSpecFrame(m *message, fds []int) error {
 }
 
 // startCommand restricts the calling thread (locked, for good), with what was
-// prepared for it (pr, may be nil), and starts the command from it. restricting reports an error from the sandbox's set-up,
-// which may leave the thread partly restricted.
+// prepared for it (pr, may be nil), and starts the command from it. restricting
+// reports an error from the sandbox's set-up, which may leave the thread partly
+// restricted.
 func startCommand(spec *Spec, path string, fds [2]int, pr *prepared) (pid int, restricting bool, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
 	defer unix.Close(fds[0])
 	defer unix.Close(fds[1])
-	if spec.Cgroup != "" {
-		// The launcher joins first (while it may still write /sys), so the command
-		// and everything it starts are born inside the limit.
-		if err := os.WriteFile(spec.Cgroup, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			return 0, true, fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err)
-		}
-	}
 	if !spec.Unsafe {
 		if err := readOnlyMounts(&spec.Sandbox); err != nil {
 			return 0, true, fmt.Errorf("%w: %w", ErrSandbox, err)

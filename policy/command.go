@@ -15,9 +15,6 @@ type Command struct {
 	// Unsafe runs the command without the OS sandbox: only for a server started
 	// with the explicit unsafe flag. Process-tree handling stays.
 	Unsafe bool
-	// Cgroup, when set, is a cgroup.procs file the command's tree joins before it
-	// starts (a memory cgroup with a hard limit, made by the caller).
-	Cgroup string
 }
 
 // Exit is how a sandboxed command ended.
