@@ -94,7 +94,7 @@ type env struct {
 // workers exist, so warming would only add its CPU time to theirs.
 func (e *env) server(poolSize int) (*supervisor.Server, error) {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	s, err := supervisor.New(supervisor.Options{PoolSize: poolSize, NoWarmup: true, Log: log})
+	s, err := supervisor.New(supervisor.Options{PoolSize: poolSize, Throughput: true, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("starting autobox: %w", err)
 	}

@@ -141,7 +141,11 @@ func currentID(path string) (id fileID, ok bool) {
 	if err != nil {
 		return fileID{}, false
 	}
-	return fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}, true
+	return idOf(&st), true
+}
+
+func idOf(st *unix.Stat_t) fileID {
+	return fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
 }
 
 func addPathRule(ruleset int, r pathRule) (fileID, error) {
@@ -157,7 +161,7 @@ func addPathRule(ruleset int, r pathRule) (fileID, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fileID{}, fmt.Errorf("stat %s: %w", r.path, err)
 	}
-	id := fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
+	id := idOf(&st)
 	access := r.access
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= fileRights

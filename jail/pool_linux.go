@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -19,11 +20,10 @@ import (
 // launcher is a process plus one locked supervisor thread (its Pdeathsig
 // parent). Safe for concurrent use.
 type Pool struct {
-	exe       string
-	base      *policy.Sandbox // what idle launchers prepare for (nil: nothing)
-	emptied   chan struct{}   // a call took the last ready launcher
-	epoch     time.Time       // lastStart counts from here (monotonic)
-	lastStart atomic.Int64    // when Start was last called, in ns since epoch
+	exe     string
+	base    *policy.Sandbox // what idle launchers prepare for (nil: nothing)
+	emptied chan struct{}   // a call took the last ready launcher
+	calls   *pace.Calls     // spaced-out calls get their replacement after the answer
 	// memory is the limit of the last call, which new launchers' cgroups get
 	// ahead of the next (-1: none yet).
 	memory atomic.Int64
@@ -42,8 +42,7 @@ func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size),
-		epoch: time.Now().Add(-burstGap)} // the first call counts as spaced out
+	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size), calls: pace.NewCalls()}
 	p.memory.Store(-1)
 	for i := 0; i < size; i++ {
 		p.refill()
@@ -124,8 +123,7 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 		return nil, fmt.Errorf("%w: an unsafe command needs a pool that does not prepare sandboxes", ErrPolicy)
 	}
 	p.memory.Store(memory)
-	now := int64(time.Since(p.epoch))
-	spaced := now-p.lastStart.Swap(now) >= int64(burstGap)
+	spaced := p.calls.Spaced()
 	for {
 		var t *Tree
 		pooled := true
@@ -163,23 +161,12 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 	}
 }
 
-// refillDelay is how long after a call the pool waits to replace its launcher
-// when another one is still ready and calls are spaced out (burstGap apart at
-// least, as an agent's are): see handOut.
-const (
-	refillDelay = 10 * time.Millisecond
-	burstGap    = 50 * time.Millisecond
-)
-
 // handOut refills the pool once t is done, not now: starting a launcher (fork,
 // exec, the Go runtime's start: milliseconds of CPU) while the command runs
 // competes with it for the CPU. When calls are spaced out and another launcher
-// is ready, it waits a little longer still, until t's launcher has exited and
-// the caller has had time to pass the result on (on this 2-core machine a
-// launcher starting at once delayed the MCP response by ~0.4 ms), unless a call
-// takes the last ready launcher meanwhile. Calls back to back get their
-// replacements at once: a launcher needs milliseconds to get ready. Close waits
-// for t's cgroup to be removed.
+// is ready, it waits a little longer still (see package pace), until t's
+// launcher has exited and pace.AfterCall more, unless a call takes the last ready
+// launcher meanwhile. Close waits for t's cgroup to be removed.
 func (p *Pool) handOut(t *Tree, spaced bool) {
 	p.goTracked(func() {
 		<-t.finished
@@ -191,7 +178,7 @@ func (p *Pool) handOut(t *Tree, spaced bool) {
 	})
 }
 
-// waitToRefill waits until t's launcher has exited and then refillDelay, or
+// waitToRefill waits until t's launcher has exited and then pace.AfterCall, or
 // until a call takes the last ready launcher, whichever comes first.
 func (p *Pool) waitToRefill(t *Tree) {
 	for { // a signal from an earlier burst is stale if the pool is not empty
@@ -206,7 +193,7 @@ func (p *Pool) waitToRefill(t *Tree) {
 		break
 	}
 	select {
-	case <-time.After(refillDelay):
+	case <-time.After(pace.AfterCall):
 	case <-p.emptied:
 	}
 }

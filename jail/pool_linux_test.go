@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -72,6 +73,21 @@ func TestPool(t *testing.T) {
 		t.Errorf("output %q", got)
 	}
 
+	// A negative memory limit is refused (0, no limit, is what the calls above
+	// used); an unsafe spec runs, as the pool does not prepare (a preparing pool
+	// refuses it: TestPoolPrepared).
+	if _, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: p}, out, out, -5); !errors.Is(err, ErrPolicy) {
+		t.Errorf("memory limit -5: %v, want ErrPolicy", err)
+	}
+	tree, err := pool.Start(&Spec{Argv: []string{"/bin/echo", "unsafe"}, Unsafe: true}, out, out, 0)
+	if err != nil {
+		t.Fatalf("unsafe spec through a pool that does not prepare: %v", err)
+	}
+	track(tree)
+	if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
+		t.Errorf("unsafe: %+v, %v", res, err)
+	}
+
 	for _, tree := range used {
 		<-tree.reaped
 	}
@@ -88,7 +104,7 @@ func TestPool(t *testing.T) {
 		t.Errorf("%d idle launchers left after Close", idlePids)
 	}
 	// Start after Close still works, without the pool.
-	tree, err := pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: p}, out, out, 0)
+	tree, err = pool.Start(&Spec{Argv: []string{"/bin/true"}, Sandbox: p}, out, out, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +226,7 @@ func TestPoolRefills(t *testing.T) {
 	}
 	full("new pool")
 	for i := 0; i < 3; i++ {
-		time.Sleep(burstGap)
+		time.Sleep(pace.BurstGap)
 		run()
 		full("after a spaced call")
 	}

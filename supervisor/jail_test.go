@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -281,7 +282,7 @@ func TestPoolRefillsAfterCalls(t *testing.T) {
 	}
 	full("new server")
 	for i := 0; i < 3; i++ {
-		time.Sleep(burstGap)
+		time.Sleep(pace.BurstGap)
 		call()
 		full("after a spaced call")
 	}
@@ -291,13 +292,13 @@ func TestPoolRefillsAfterCalls(t *testing.T) {
 	full("after calls back to back")
 }
 
-// TestBatchWorkersTimerSlack: workers of a NoWarmup server (command lines, batch
+// TestBatchWorkersTimerSlack: workers of a Throughput server (command lines, batch
 // runs) have the coarse timer slack, set before the Go runtime started any thread
 // (threads inherit it; Linux shows it for the main thread only); a server's
 // workers keep the default.
 func TestBatchWorkersTimerSlack(t *testing.T) {
-	slack := func(noWarmup bool) string {
-		s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), NoWarmup: noWarmup})
+	slack := func(throughput bool) string {
+		s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), Throughput: throughput})
 		if err != nil {
 			t.Fatal(err)
 		}

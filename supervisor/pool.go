@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/goenv"
+	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
 
@@ -29,12 +30,12 @@ const maxWorkerStderr = 16 << 10
 // memory limit leaves room for bridge replies, which can be large.
 var workerEnv = goenv.Child("48MiB")
 
-// workerTimerSlack is the timer slack of batch workers (pool.noWarmup), set before
+// workerTimerSlack is the timer slack of batch workers (pool.throughput), set before
 // the Go runtime starts (worker/link_linux.go). A worker lives for ~10 ms, and the
 // Go runtime's monitor thread polls every 20 µs (plus the kernel's default 50 µs of
 // slack) for the first milliseconds of a process: ~90 wake-ups per worker, half the
 // context switches of a batch run. With 2 ms of slack a batch run switched 40% less
-// and used ~4% less CPU. Sleeps get up to 2 ms longer, JS timers included; blocking
+// and was ~12% faster. Sleeps get up to 2 ms longer, JS timers included; blocking
 // reads, which is how a worker waits for its call, are not affected.
 const workerTimerSlack = "AUTOBOX_TIMER_SLACK_NS=2000000"
 
@@ -48,7 +49,7 @@ type jsWorker struct {
 	waitErr error
 
 	gotCache bool // started with the prelude code cache
-	spaced   bool // its call came burstGap or more after the one before (see done)
+	spaced   bool // its call was spaced out from the one before (see done)
 }
 
 // read receives the worker's next frame. The pipe is in blocking mode, outside Go's
@@ -95,8 +96,8 @@ type pool struct {
 	devnull *os.File     // stdin/stdout of workers, opened before the spawner thread is restricted
 	size    int
 	log     *slog.Logger
-	// noWarmup asks workers to skip their warm-up call (Options.NoWarmup).
-	noWarmup bool
+	// throughput tunes workers for batch runs (Options.Throughput).
+	throughput bool
 	// preludeCache is the code cache of the prelude made by the first worker, passed
 	// to every later one (see proto.Init). It comes from a ready frame, sent before
 	// the worker has seen any code.
@@ -104,9 +105,8 @@ type pool struct {
 	// cacheGiven counts workers started with the cache; cacheMisses those of them
 	// that made their own: V8 rejected it.
 	cacheGiven, cacheMisses atomic.Int64
-	epoch                   time.Time    // lastGet counts from here (monotonic)
-	lastGet                 atomic.Int64 // when get was last called, in ns since epoch
-	delayed                 atomic.Int32 // replacements waiting for refillDelay
+	calls                   *pace.Calls  // spaced-out calls get their replacement after the answer
+	delayed                 atomic.Int32 // replacements waiting for pace.AfterCall
 	ready                   chan *jsWorker
 	spawnRq                 chan chan spawnResult
 	stop                    chan struct{}
@@ -123,7 +123,7 @@ type spawnResult struct {
 	err error
 }
 
-func newPool(argv []string, prepare func() error, size int, noWarmup bool, log *slog.Logger) (*pool, error) {
+func newPool(argv []string, prepare func() error, size int, throughput bool, log *slog.Logger) (*pool, error) {
 	if size < 0 {
 		size = 0
 	}
@@ -132,8 +132,8 @@ func newPool(argv []string, prepare func() error, size int, noWarmup bool, log *
 		return nil, err
 	}
 	p := &pool{
-		argv: argv, prepare: prepare, devnull: devnull, size: size, noWarmup: noWarmup, log: log,
-		epoch:   time.Now().Add(-burstGap), // the first call counts as spaced out
+		argv: argv, prepare: prepare, devnull: devnull, size: size, throughput: throughput, log: log,
+		calls:   pace.NewCalls(),
 		ready:   make(chan *jsWorker, max(size, 1)),
 		spawnRq: make(chan chan spawnResult),
 		stop:    make(chan struct{}),
@@ -200,7 +200,7 @@ func (p *pool) start() (*jsWorker, error) {
 	w := &jsWorker{toW: toWw, fromW: fromWr, exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env = workerEnv
-	if p.noWarmup {
+	if p.throughput {
 		cmd.Env = append(slices.Clip(workerEnv), workerTimerSlack)
 	}
 	cmd.Stdin, cmd.Stdout = p.devnull, p.devnull // no opens on the restricted thread
@@ -216,7 +216,7 @@ func (p *pool) start() (*jsWorker, error) {
 		fromWr.Close()
 		return nil, fmt.Errorf("starting JS worker: %w", err)
 	}
-	init := &proto.Init{NoWarmup: p.noWarmup}
+	init := &proto.Init{NoWarmup: p.throughput}
 	if c := p.preludeCache.Load(); c != nil {
 		init.PreludeCache = *c
 		w.gotCache = true
@@ -313,8 +313,7 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 // calls done when its call is over: starting the replacement during the call would
 // take the CPU the call needs.
 func (p *pool) get(ctx context.Context) (*jsWorker, error) {
-	now := int64(time.Since(p.epoch))
-	spaced := now-p.lastGet.Swap(now) >= int64(burstGap)
+	spaced := p.calls.Spaced()
 	select {
 	case w := <-p.ready:
 		w.spaced = spaced
@@ -334,22 +333,14 @@ func (p *pool) get(ctx context.Context) (*jsWorker, error) {
 	return w, err
 }
 
-// Refilling after a call: see done.
-const (
-	refillDelay = 10 * time.Millisecond
-	burstGap    = 50 * time.Millisecond
-)
-
-// done ends a worker whose call is over and replaces it. When calls are spaced
-// out (an agent's are) and another worker is ready, the replacement starts
-// refillDelay later, once the result has gone out: a worker's start is
-// milliseconds of CPU, and on a 2-core machine starting it at once delayed the
-// response. Calls back to back (batch runs) get it at once.
+// done ends a worker whose call is over and replaces it: when calls are spaced
+// out and another worker is ready, pace.AfterCall later, once the result has gone
+// out; otherwise at once (see package pace).
 func (p *pool) done(w *jsWorker) {
 	go w.kill() // reaping is not the caller's business
 	if w.spaced && len(p.ready) > 0 {
 		p.delayed.Add(1)
-		time.AfterFunc(refillDelay, func() {
+		time.AfterFunc(pace.AfterCall, func() {
 			p.delayed.Add(-1)
 			p.refill()
 		})

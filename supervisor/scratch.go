@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/autobox-dev/autobox/internal/pace"
 )
 
 // scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
 // Making and removing a directory costs a journal write on most disks, so both
-// happen shortly after a call (afterCall), when the result has gone out: the next
+// happen shortly after a call (pace.AfterCall), when the result has gone out: the next
 // directory is made then, and the used one removed. Close waits for both.
 type scratchDirs struct {
 	ready chan string
@@ -55,11 +57,6 @@ func (d *scratchDirs) take() (string, error) {
 	return makeScratch()
 }
 
-// afterCall is how long after a call its scratch dir is removed and the next
-// one made: on a small machine, file system work at once competed with passing
-// the call's result on.
-const afterCall = 10 * time.Millisecond
-
 // release removes a used scratch dir and makes the next one, in the background.
 func (d *scratchDirs) release(dir string) {
 	d.mu.Lock()
@@ -69,7 +66,7 @@ func (d *scratchDirs) release(dir string) {
 		return
 	}
 	d.wg.Add(1)
-	time.AfterFunc(afterCall, func() {
+	time.AfterFunc(pace.AfterCall, func() {
 		defer d.wg.Done()
 		removeScratch(dir)
 		d.mu.Lock()

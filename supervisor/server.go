@@ -38,12 +38,12 @@ type Options struct {
 	// StateDir holds workspace records and the operation lock; "" means
 	// $AUTOBOX_STATE_DIR, else the platform default (see package store).
 	StateDir string
-	// NoWarmup makes JS workers skip the warm-up call that has the first real call
-	// run on warm code paths: for command lines and batch runs, whose calls arrive as
-	// soon as a worker exists and where a worker's CPU time is what counts. Their
-	// workers also sleep with a coarse timer slack (see workerTimerSlack), so a JS
-	// timer may fire up to 2 ms late.
-	NoWarmup bool
+	// Throughput tunes JS workers for command lines and batch runs, whose calls
+	// arrive as soon as a worker exists and where a worker's CPU time counts more
+	// than one call's latency: workers skip the warm-up call that has the first real
+	// call run on warm code paths, and sleep with a coarse timer slack (see
+	// workerTimerSlack), so a JS timer may fire up to 2 ms late.
+	Throughput bool
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
 
@@ -106,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	if opts.noWorkerJail {
 		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
 	}
-	if s.pool, err = newPool(argv, prepare, size, opts.NoWarmup, s.log); err != nil {
+	if s.pool, err = newPool(argv, prepare, size, opts.Throughput, s.log); err != nil {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)
