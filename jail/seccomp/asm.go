@@ -77,6 +77,9 @@ func (a *asm) dispatch(table []dispatchCase, otherwise string) {
 // load loads the 32-bit word at off in struct seccomp_data into A.
 func (a *asm) load(off uint32) { a.emit(bpf.LoadAbsolute{Off: off, Size: 4}) }
 
+// alu applies op with val to A.
+func (a *asm) alu(op bpf.ALUOp, val uint32) { a.emit(bpf.ALUOpConstant{Op: op, Val: val}) }
+
 func (a *asm) ret(v uint32) { a.emit(bpf.RetConstant{Val: v}) }
 
 // jump compares A with val and continues at ifTrue or els.

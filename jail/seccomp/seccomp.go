@@ -68,6 +68,11 @@ const (
 		0x20000000 | // CLONE_NEWPID
 		0x40000000 | // CLONE_NEWNET
 		0x00000080 // CLONE_NEWTIME
+	SockTypeMask = 0xf // the low bits of socket's type argument; the rest are SOCK_NONBLOCK|SOCK_CLOEXEC
+	SockDgram    = 2
+	SockRaw      = 3
+	SockRDM      = 4
+	SockPacket   = 10
 	TIOCSTI      = 0x5412
 	TIOCLINUX    = 0x541c
 	PersonaLinux = 0x0
@@ -91,6 +96,16 @@ type Options struct {
 	// session bus) that Landlock up to ABI 7 does not guard. socketpair(AF_UNIX)
 	// stays allowed: it makes a connected pair and reaches nobody.
 	AllowNetwork bool
+	// StreamPairsOnly (with !AllowNetwork) limits socketpair(AF_UNIX) to stream
+	// and seqpacket pairs. A datagram socket can be readdressed: sendto or
+	// sendmsg with a destination, or connect, reaches any named datagram
+	// socket the process can name (/dev/log, journald, a daemon's socket),
+	// and Landlock up to ABI 7 does not guard those. Stream and seqpacket
+	// pairs are connected for good: the kernel ignores or refuses a
+	// destination. The jail sets it when the command's root holds only its
+	// allowed paths cannot be built (where it can, no such socket exists for
+	// the command to name).
+	StreamPairsOnly bool
 }
 
 // Sandbox returns the filter for a sandboxed process tree on arch a.
@@ -150,7 +165,19 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		p.jump(bpf.JumpEqual, AFUnix, labelEPERM, labelEAFNOSUPPORT)
 		p.label("socketpair")
 		p.load(ArgLow(0))
-		p.jump(bpf.JumpEqual, AFUnix, labelAllow, labelEAFNOSUPPORT)
+		if !o.StreamPairsOnly {
+			p.jump(bpf.JumpEqual, AFUnix, labelAllow, labelEAFNOSUPPORT)
+		} else {
+			// AF_UNIX knows stream, dgram and seqpacket; raw and rdm are
+			// aliases of dgram there.
+			p.jump(bpf.JumpEqual, AFUnix, "", labelEAFNOSUPPORT)
+			p.load(ArgLow(1))
+			p.alu(bpf.ALUOpAnd, SockTypeMask)
+			p.jump(bpf.JumpEqual, SockDgram, labelEPERM, "")
+			p.jump(bpf.JumpEqual, SockRaw, labelEPERM, "")
+			p.jump(bpf.JumpEqual, SockRDM, labelEPERM, "")
+			p.jump(bpf.JumpEqual, SockPacket, labelEPERM, labelAllow)
+		}
 		p.label(labelEAFNOSUPPORT)
 		p.ret(RetErrno(EAFNOSUPPORT))
 	}

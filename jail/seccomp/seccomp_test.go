@@ -171,6 +171,43 @@ func TestSandboxFilter(t *testing.T) {
 	}
 }
 
+// TestStreamPairsOnly: without network and with StreamPairsOnly, a unix
+// socketpair may be a stream or seqpacket pair (whatever flags ride along in
+// the type), never a datagram one, which could be readdressed to a host socket.
+func TestStreamPairsOnly(t *testing.T) {
+	const (
+		stream, seqpacket = 1, 5
+		nonblockCloexec   = 0x800 | 0x80000
+	)
+	for _, a := range []*Arch{AMD64, ARM64} {
+		raw, err := Sandbox(a, Options{StreamPairsOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := []call{
+			{name: "socketpair", args: []uint64{AFUnix, stream}, want: allow},
+			{name: "socketpair", args: []uint64{AFUnix, stream | nonblockCloexec}, want: allow},
+			{name: "socketpair", args: []uint64{AFUnix, seqpacket}, want: allow},
+			{name: "socketpair", args: []uint64{AFUnix, SockDgram}, want: eperm},
+			{name: "socketpair", args: []uint64{AFUnix, SockDgram | nonblockCloexec}, want: eperm},
+			{name: "socketpair", args: []uint64{AFUnix, 1<<32 | SockDgram}, want: eperm},
+			{name: "socketpair", args: []uint64{AFUnix, SockRaw}, want: eperm},
+			{name: "socketpair", args: []uint64{AFUnix, SockRDM}, want: eperm},
+			{name: "socketpair", args: []uint64{AFUnix, SockPacket}, want: eperm},
+			{name: "socketpair", args: []uint64{2, stream}, want: eafnosupport},
+		}
+		// Everything else is as without the option.
+		calls = append(calls, sandboxCalls(a, false)...)
+		run(t, raw, a, calls)
+		// With network the option changes nothing: socketpair is not looked at.
+		raw, err = Sandbox(a, Options{AllowNetwork: true, StreamPairsOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, raw, a, []call{{name: "socketpair", args: []uint64{AFUnix, SockDgram}, want: allow}})
+	}
+}
+
 func TestForbidExecFilter(t *testing.T) {
 	for _, a := range []*Arch{AMD64, ARM64} {
 		t.Run(a.Name, func(t *testing.T) {
