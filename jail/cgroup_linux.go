@@ -2,12 +2,14 @@ package jail
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,11 +67,48 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 		_, err := os.Stat(filepath.Join(probe, c.limit))
 		os.Remove(probe)
 		if err == nil {
+			c.sweepStale()
 			return c
 		}
 	}
 	return nil
 })
+
+// cgroupName names a new cgroup after this process, so that a later process
+// can tell a cgroup whose owner is gone (see sweepStale).
+func cgroupName() string {
+	return fmt.Sprintf("autobox-%d-%s", os.Getpid(), uuid.NewString())
+}
+
+// sweepStale removes the cgroups that autobox processes which are gone left in
+// base (a server killed with SIGKILL cannot remove its own), killing whatever
+// still runs in them first: nothing autobox makes may outlive it.
+func (c *memCgroups) sweepStale() {
+	entries, err := os.ReadDir(c.base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "autobox-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		owner, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(owner)
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue // another naming (a probe), or its owner still runs
+		}
+		g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, e.Name())}
+		g.kill()
+		g.remove()
+	}
+}
+
+// processExists reports whether a process with this pid exists.
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
 
 // memCgroup is one launcher's cgroup.
 type memCgroup struct {
@@ -88,7 +127,7 @@ func (c *memCgroups) create(memory int64) *memCgroup {
 	if c == nil {
 		return nil
 	}
-	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, "autobox-"+uuid.NewString())}
+	g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, cgroupName())}
 	if os.Mkdir(g.dir, 0o755) != nil {
 		return nil
 	}
@@ -167,4 +206,35 @@ func (g *memCgroup) remove() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	fmt.Fprintf(os.Stderr, "autobox: could not remove cgroup %s\n", g.dir)
+}
+
+// kill SIGKILLs every process in the cgroup: with cgroup.kill on v2 (Linux
+// 5.14), else by reading cgroup.procs and killing what it lists, round after
+// round, until it lists nothing (a process cannot leave its cgroup: that
+// needs write access to cgroup files, which no command has). g may be nil.
+func (g *memCgroup) kill() {
+	if g == nil {
+		return
+	}
+	if g.v2 && os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		return
+	}
+	procs := filepath.Join(g.dir, "cgroup.procs")
+	for i := 0; i < sweepRounds; i++ {
+		b, err := os.ReadFile(procs)
+		if err != nil {
+			return
+		}
+		live := 0
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				live++
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if live == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -36,6 +36,7 @@ const (
 	tagSignal   = 7
 	tagError    = 8
 	tagKind     = 9
+	tagRoot     = 10
 )
 
 // Tags of policy.Command.
@@ -56,6 +57,7 @@ const (
 	tagDevices      = 4
 	tagAllowNetwork = 5
 	tagAllowExec    = 6
+	tagLinks        = 7
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -119,6 +121,7 @@ func (e *encoder) message(m *message) {
 	}
 	e.int(tagPid, m.Pid)
 	e.flag(tagPrepared, m.Prepared)
+	e.flag(tagRoot, m.PrivateRoot)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -140,6 +143,7 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.strs(tagDevices, s.Devices)
 	e.flag(tagAllowNetwork, s.AllowNetwork)
 	e.flag(tagAllowExec, s.AllowExec)
+	e.strs(tagLinks, s.Links)
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -241,6 +245,8 @@ func (d *decoder) message(m *message) error {
 			m.Pid, err = d.int()
 		case tagPrepared:
 			m.Prepared = true
+		case tagRoot:
+			m.PrivateRoot = true
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:
@@ -291,6 +297,8 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.AllowNetwork = true
 		case tagAllowExec:
 			s.AllowExec = true
+		case tagLinks:
+			s.Links, err = d.strs()
 		default:
 			err = errTag(tag)
 		}

@@ -45,16 +45,30 @@
 //     exactly fds 0-2, exactly the given environment. The launcher is a child
 //     subreaper; when the command exits or Kill is called it SIGKILLs every
 //     descendant (setsid and double-fork included) until none is left.
+//   - The launcher is out of its command's reach: the thread that restricts
+//     itself and starts the command exits, so no thread of the launcher is
+//     in the command's Landlock domain (scoping refuses signals to it, the
+//     ptrace rule its /proc files), and it is not dumpable. Where this
+//     process holds CAP_SYS_ADMIN (root) each launcher is the init of a pid
+//     namespace of its own: the command cannot name a process outside it,
+//     the kernel drops what it sends the launcher, and the launcher's death,
+//     however it comes, kills every process in the namespace. Run as root,
+//     the launcher's OOM score is the minimum once the command runs.
+//     Without a namespace, a launcher that dies without reporting has its
+//     cgroup's processes killed (Pool's launchers have one where this process
+//     may make cgroups), then its descendants and session.
+//   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
+//     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
+//     a /proc of its own pid namespace. Where that root is missing, unix
+//     socket pairs are stream or seqpacket only without network (a datagram
+//     socket could be addressed to any named socket on the host).
 //
 // # Not enforced
 //
-//   - Metadata: Landlock has no right for chmod, chown, utimes or extended
-//     attributes, nor for stat, readlink, path lookup or access(2): a command
-//     can see which files exist anywhere. When the launcher holds
-//     CAP_SYS_ADMIN (the server runs as root) it gives the command a private
-//     mount namespace where everything but the ReadWrite paths is read-only,
-//     so those changes fail with EROFS (mountns_linux.go); otherwise a command
-//     can change the mode of files its user owns.
+//   - Metadata, without a private root: Landlock has no right for chmod,
+//     chown, utimes or extended attributes, nor for stat, readlink, path
+//     lookup, access(2) or inotify: a command can see which files exist
+//     anywhere, and change the mode of files its user owns.
 //   - The uid is kept; every capability is dropped (bounding set emptied,
 //     securebits locked) before the restriction (caps_linux.go).
 //   - Pathname unix sockets: connecting to an existing socket file (a Docker
@@ -67,8 +81,8 @@
 //   - System V IPC and POSIX message queues are not isolated.
 //   - Resource limits, CPU time and memory are the caller's (rlimits, the
 //     watchdog); this package applies none.
-//   - If the launcher itself is SIGKILLed from outside, the command gets
-//     SIGKILL (Pdeathsig), but descendants that left its session survive,
-//     orphaned to init. Kill handles a wedged launcher; nothing handles a
-//     vanished one.
+//   - Without a pid namespace or a cgroup (an unprivileged user without a
+//     delegated cgroup), a launcher SIGKILLed from outside leaves the
+//     descendants that left its session, orphaned to init, to live on; and
+//     below Landlock ABI 6 the command itself may signal its launcher.
 package jail

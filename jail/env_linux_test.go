@@ -15,6 +15,10 @@ import (
 // and directory, no_new_privs and seccomp filter mode.
 func TestChildEnvironment(t *testing.T) {
 	requireJail(t)
+	eachMode(t, testChildEnvironment)
+}
+
+func testChildEnvironment(t *testing.T, m jailMode) {
 	leak, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +53,12 @@ func TestChildEnvironment(t *testing.T) {
 		t.Fatalf("session %q: %v", got["info:session"], err)
 	}
 	mySid, _ := unix.Getsid(0)
-	if pgrp != pid || sid != tree.Pid() || sid == mySid || tty != 0 {
-		t.Errorf("session %q: want own process group, session of launcher %d (not ours, %d), no tty", got["info:session"], tree.Pid(), mySid)
+	launcher := tree.Pid()
+	if m.ns {
+		launcher = 1 // the init of the command's pid namespace
+	}
+	if pgrp != pid || sid != launcher || sid == mySid || tty != 0 || tree.pidns != m.ns {
+		t.Errorf("session %q (pid namespace %v): want own process group, session of launcher %d (not ours, %d), no tty", got["info:session"], tree.pidns, launcher, mySid)
 	}
 
 	// Positive control for the fd check: unsafe mode leaves the rest alone,

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,6 +116,12 @@ func probe1(name, arg string, preFD int) string {
 		return openClose(fmt.Sprintf("/proc/%d/%s", os.Getppid(), arg), flags)
 	case "read":
 		return openClose(arg, unix.O_RDONLY)
+	case "readfile": // the contents, or the error
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return result(err)
+		}
+		return string(b)
 	case "readdir":
 		return openClose(arg, unix.O_RDONLY|unix.O_DIRECTORY)
 	case "write":
@@ -199,6 +206,8 @@ func probe1(name, arg string, preFD int) string {
 	case "kill":
 		pid, _ := strconv.Atoi(arg)
 		return result(unix.Kill(pid, unix.SIGURG)) // SIGURG: harmless to a Go process
+	case "attack-launcher": // try to end or stop the launcher (the parent)
+		return attackLauncher(arg)
 	case "kill-self":
 		return result(unix.Kill(os.Getpid(), unix.SIGURG))
 	case "sys":
@@ -356,4 +365,53 @@ func listFDs() string {
 		s[i] = strconv.Itoa(fd)
 	}
 	return strings.Join(s, ",")
+}
+
+// attackLauncher tries one way of ending or stopping its parent, the launcher,
+// and reports the errno (or "ok": sent, which need not mean delivered).
+func attackLauncher(how string) string {
+	ppid := os.Getppid()
+	switch how {
+	case "kill9":
+		return result(unix.Kill(ppid, unix.SIGKILL))
+	case "stop":
+		return result(unix.Kill(ppid, unix.SIGSTOP))
+	case "killpg": // the launcher leads its own process group
+		sid, err := unix.Getsid(0)
+		if err != nil {
+			return result(err)
+		}
+		return result(unix.Kill(-sid, unix.SIGKILL))
+	case "killall": // every process this one may signal
+		return result(unix.Kill(-1, unix.SIGKILL))
+	case "pidfd":
+		fd, err := unix.PidfdOpen(ppid, 0)
+		if err != nil {
+			return result(err)
+		}
+		defer unix.Close(fd)
+		return result(unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0))
+	case "tgkill": // every thread of the launcher, one by one
+		var tids []int
+		if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", ppid)); err == nil {
+			for _, task := range tasks {
+				tid, _ := strconv.Atoi(task.Name())
+				tids = append(tids, tid)
+			}
+		} else {
+			// Not listable: guess, its threads were made right after it.
+			for tid := ppid; tid < ppid+64; tid++ {
+				tids = append(tids, tid)
+			}
+		}
+		var errs []string
+		for _, tid := range tids {
+			if err := unix.Tgkill(ppid, tid, unix.SIGKILL); !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, result(err))
+			}
+		}
+		sort.Strings(errs)
+		return strings.Join(slices.Compact(errs), ",")
+	}
+	return "unknown attack " + how
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Inherited descriptors of the launcher; see the diagram in proto.go.
@@ -36,11 +38,22 @@ func LauncherMain() {
 	os.Exit(launch())
 }
 
+// The launcher keeps itself out of its command's reach. One thread of it (see
+// commandThread) builds the command's root, restricts itself and starts the
+// command, and then exits, taking its Landlock domain with it: no thread left
+// in the launcher shares the command's domain, so Landlock's scoping (ABI >=
+// 6) refuses the command's signals to the launcher, and its ptrace rule any
+// access to the launcher's /proc files. Where the supervisor could give it a
+// pid namespace (root), the launcher is that namespace's init: the kernel
+// drops the signals its command sends it that it has no handler for (SIGKILL
+// and SIGSTOP included), and when the launcher dies, however it dies, the
+// kernel kills every process in the namespace. Run as root, the launcher also
+// sets its OOM score to the minimum once its command is started (the command
+// keeps the usual one), so the kernel's OOM killer takes the command's
+// processes, never the launcher.
 func launch() int {
-	// Everything from the spec on happens on this goroutine and thread: it is
-	// restricted (nothing else may run on it), the command's Pdeathsig is tied
-	// to it, and it reaps; hand-offs between goroutines would cost the call
-	// thread wake-ups. init() locked it already in autobox, not in tests.
+	// The main thread, whose id is the launcher's pid: never restricted. It
+	// reaps and kills. init() locked it already in autobox, not in tests.
 	runtime.LockOSThread()
 	status := os.NewFile(statusFD, "status")
 	fail := func(kind string, err error) int {
@@ -53,16 +66,15 @@ func launch() int {
 	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
 		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
 	}
-	// Not dumpable: the restricted thread is this process's main thread, so the
-	// command shares its Landlock domain, and same-domain ptrace-mode access is
-	// allowed. Without this the command could open /proc/<launcher>/fd/4 and
-	// write forged status frames, or /proc/<launcher>/mem and take over the
-	// launcher's unrestricted threads. Non-dumpable, those need CAP_SYS_PTRACE.
+	// Not dumpable: /proc/<launcher>/fd and mem need CAP_SYS_PTRACE, whatever
+	// Landlock's rules (a command without scoping could otherwise forge status
+	// frames through fd/4).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail("", fmt.Errorf("PR_SET_DUMPABLE: %w", err))
 	}
 	// Orphans anywhere below us are reparented to us instead of init, even
 	// after setsid and a double fork, so killing "our descendants" is complete.
+	// (In a pid namespace of our own we are init, which gets them anyway.)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail("", fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err))
 	}
@@ -73,46 +85,16 @@ func launch() int {
 	signal.Notify(sig, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	go func() { <-sig; requestStop() }()
 
-	// Do what does not depend on the spec while waiting for it (a pooled
-	// launcher waits long): probe the kernel, build the usual seccomp filter.
-	Probe()
-	_, _ = sandboxFilter(false)
-
+	started := make(chan int, 1)
+	go commandThread(status, started)
+	pid := <-started
+	if pid <= 0 {
+		return -pid // the command thread reported why
+	}
+	// The command has the score we had when it was forked; from now on the
+	// OOM killer passes the launcher over. Only root may lower it.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	ctl := os.NewFile(ctlFD, "ctl")
-	m, fds, err := readControl(ctl)
-	var pr *prepared
-	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
-		pr = prepare(m.Base)
-		defer pr.close()
-		m, fds, err = readControl(ctl)
-	}
-	if errors.Is(err, io.EOF) {
-		return 0 // released before use
-	}
-	if err == nil {
-		err = checkSpecFrame(m, fds)
-	}
-	if err != nil {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return fail("", err)
-	}
-	spec := m.Spec
-	path, err := lookPath(spec)
-	if err != nil {
-		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
-		return 0
-	}
-	pid, restricting, err := startCommand(spec, path, [2]int{fds[0], fds[1]}, pr)
-	if err != nil {
-		if restricting {
-			return fail(errKindSandbox, err)
-		}
-		_ = writeFrame(status, &message{Type: msgSpawnError, Error: err.Error()})
-		return 0
-	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset()})
 	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
 	// the control socket means: stop now.
 	go func() {
@@ -141,6 +123,59 @@ func launch() int {
 	}
 	_ = writeFrame(status, msg)
 	return 0
+}
+
+// commandThread runs on a thread of its own, locked and never unlocked, so
+// that the thread exits when it returns. It prepares what it can while the
+// launcher waits for its spec, reads the spec, builds the command's root,
+// restricts itself, starts the command from itself, and reports the start on
+// status. It sends the command's pid on started, or, when there is no command,
+// minus the launcher's exit code (0 or less) after reporting why.
+func commandThread(status *os.File, started chan<- int) {
+	runtime.LockOSThread()
+	started <- startFromSpec(status)
+}
+
+func startFromSpec(status *os.File) int {
+	fail := func(kind string, err error) int {
+		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		return -2
+	}
+	// Do what does not depend on the spec while waiting for it (a pooled
+	// launcher waits long): probe the kernel, build the usual seccomp filter.
+	Probe()
+	_, _ = sandboxFilter(false, !wantPrivateRoot())
+
+	ctl := os.NewFile(ctlFD, "ctl")
+	m, fds, err := readControl(ctl)
+	var pr *prepared
+	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
+		pr = prepare(m.Base)
+		defer pr.close()
+		m, fds, err = readControl(ctl)
+	}
+	if errors.Is(err, io.EOF) {
+		return 0 // released before use
+	}
+	if err == nil {
+		err = checkSpecFrame(m, fds)
+	}
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fail("", err)
+	}
+	pid, privateRoot, spawnErr, err := startCommand(m.Spec, [2]int{fds[0], fds[1]}, pr)
+	switch {
+	case err != nil:
+		return fail(errKindSandbox, err)
+	case spawnErr != nil:
+		_ = writeFrame(status, &message{Type: msgSpawnError, Error: spawnErr.Error()})
+		return 0
+	}
+	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot})
+	return pid
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
@@ -189,38 +224,91 @@ func checkSpecFrame(m *message, fds []int) error {
 	return nil
 }
 
-// startCommand restricts the calling thread (locked, for good), with what was
-// prepared for it (pr, may be nil), and starts the command from it. restricting
-// reports an error from the sandbox's set-up, which may leave the thread partly
-// restricted.
-func startCommand(spec *Spec, path string, fds [2]int, pr *prepared) (pid int, restricting bool, err error) {
+// startCommand builds the command's root (see isolate), restricts the calling
+// thread (locked, for good) with what was prepared for it (pr, may be nil),
+// and starts the command from it. err reports a failure of the sandbox's
+// set-up, which may leave the thread partly restricted; spawnErr a command
+// that could not be started.
+func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bool, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
 	defer unix.Close(fds[0])
 	defer unix.Close(fds[1])
 	if !spec.Unsafe {
-		if err := readOnlyMounts(&spec.Sandbox); err != nil {
-			return 0, true, fmt.Errorf("%w: %w", ErrSandbox, err)
+		if privateRoot, err = isolate(&spec.Sandbox, pr); err != nil {
+			return 0, false, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
-		if err := restrictThread(&spec.Sandbox, pr); err != nil {
-			return 0, true, err
+	}
+	// Looked up in the root the command gets, with its mounts in place.
+	path, err := lookPath(spec)
+	if err != nil {
+		return 0, privateRoot, err, nil
+	}
+	if !spec.Unsafe {
+		if err := restrictThread(&spec.Sandbox, pr, privateRoot); err != nil {
+			return 0, privateRoot, nil, err
 		}
 	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
 	}
+	// No Pdeathsig: it would be tied to this thread, which exits next. If the
+	// launcher dies, its pid namespace takes the command along, or the
+	// supervisor's sweep does.
 	pid, err = syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   env,
 		Files: []uintptr{0, uintptr(fds[0]), uintptr(fds[1])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("exec %s: %w", path, err)
+		return 0, privateRoot, fmt.Errorf("exec %s: %w", path, err), nil
 	}
-	return pid, false, nil
+	return pid, privateRoot, nil, nil
+}
+
+// isolate gives the calling thread the command's view of the filesystem,
+// where the launcher may make mount namespaces (wantPrivateRoot): a private
+// root holding only sb's paths, finished from what prepare began; or, where
+// that root cannot be built, the host's mounts all read-only but sb's
+// read-write paths. It reports whether the thread got a private root.
+func isolate(sb *policy.Sandbox, pr *prepared) (bool, error) {
+	if !wantPrivateRoot() {
+		return false, nil
+	}
+	var root *privateRoot
+	var err error
+	switch {
+	case pr != nil && pr.root != nil:
+		root = pr.root
+		// What the host changed since (rarely anything) makes the prepared
+		// part unusable: start again (the prepared ruleset then fails its own
+		// check of the same paths, see prepared.unchanged).
+		if root.stale() {
+			if err := root.reset(); err != nil {
+				return false, err
+			}
+			if err := root.addPolicy(pr.base); err != nil {
+				return false, err
+			}
+		}
+	case pr != nil && pr.rootErr != nil:
+		err = pr.rootErr
+	default:
+		root, err = enterPrivateRoot()
+	}
+	if err != nil {
+		if !errors.Is(err, errRootSetup) {
+			return false, err
+		}
+		return false, readOnlyMounts(sb)
+	}
+	if err := root.addPolicy(sb); err != nil {
+		return false, err
+	}
+	return true, root.seal()
 }
 
 // reap collects every child until none is left, and returns the command's
@@ -250,11 +338,16 @@ func reap(cmd int, leftover func()) unix.WaitStatus {
 }
 
 // killUntilEmpty SIGKILLs the launcher's descendants, round after round,
-// until the reaper has seen the last of them.
+// until the reaper has seen the last of them. As the init of a pid namespace
+// the launcher kills every other process in it, whatever their ancestry.
 func killUntilEmpty(empty <-chan struct{}) {
 	self := os.Getpid()
 	for {
-		_, _ = killRound(self, false)
+		if self == 1 {
+			_ = unix.Kill(-1, unix.SIGKILL)
+		} else {
+			_, _ = killRound(self, false)
+		}
 		select {
 		case <-empty:
 			return

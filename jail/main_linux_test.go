@@ -208,3 +208,61 @@ func readCmdline(pid int) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return string(b), err
 }
+
+// jailMode is one way the jail runs: with namespaces (a pid namespace per
+// launcher, a private root per command), which it uses where it holds
+// CAP_SYS_ADMIN, or without (what an unprivileged user gets).
+type jailMode struct {
+	name string
+	ns   bool
+}
+
+// eachMode runs f once per mode this host can run: without namespaces always,
+// with them when the tests run as root. The mode is switched for launchers
+// started during f (namespacesOff), so f must not run in parallel with others.
+func eachMode(t *testing.T, f func(t *testing.T, m jailMode)) {
+	t.Helper()
+	modes := []jailMode{{"no-namespaces", false}}
+	if hasCapSysAdmin() {
+		modes = append(modes, jailMode{"namespaces", true})
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			saved := namespacesOff
+			namespacesOff = !m.ns
+			defer func() { namespacesOff = saved }()
+			f(t, m)
+		})
+	}
+}
+
+// hostPid maps a pid as a process inside tree's pid namespace sees it to this
+// host's pid of the same process (the same pid if tree has no namespace), or -1
+// if no such process is alive.
+func hostPid(t testing.TB, tree *Tree, pid int) int {
+	t.Helper()
+	if !tree.pidns {
+		return pid
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", tree.Pid()))
+	if err != nil {
+		return -1
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range procs {
+		if l, err := os.Readlink(dir + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 0 && f[len(f)-1] == strconv.Itoa(pid) {
+				n, _ := strconv.Atoi(filepath.Base(dir))
+				return n
+			}
+		}
+	}
+	return -1
+}

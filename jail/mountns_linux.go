@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -17,14 +18,13 @@ import (
 // all of them with EROFS. It matters most when the server runs as root, whose sandbox
 // would otherwise own every system file.
 //
-// It needs CAP_SYS_ADMIN, so it is done only when the thread has it (the server runs
-// as root) and before capabilities are dropped; otherwise it does nothing (see
-// SECURITY.md). Only the calling thread, and what it forks, sees the new namespace;
-// nothing propagates back to the host's mounts.
+// It needs CAP_SYS_ADMIN, before capabilities are dropped (the caller checks
+// wantPrivateRoot). Only the calling thread, and what it forks, sees the new
+// namespace; nothing propagates back to the host's mounts.
+//
+// Since the private root (rootfs_linux.go) this is the fallback where that root
+// cannot be built (pivot_root refused, say, in some containers).
 func readOnlyMounts(p *policy.Sandbox) error {
-	if !hasCapSysAdmin() {
-		return nil
-	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
 	}
@@ -54,6 +54,19 @@ func readOnlyMounts(p *policy.Sandbox) error {
 	}
 	return nil
 }
+
+// NoNamespacesEnv, set to 1 in the environment of the process that starts
+// launchers, makes the jail use no namespaces even where it could: no pid
+// namespace, no private root, no read-only remount. The sandbox is then what
+// an unprivileged user gets (Landlock, seccomp, the process-tree sweep); the
+// tests use it to check those paths on a root machine.
+const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
+
+var namespacesOff = os.Getenv(NoNamespacesEnv) == "1"
+
+// wantPrivateRoot reports whether the calling thread may and should build a
+// private root (see privateRoot) or, failing that, read-only mounts.
+func wantPrivateRoot() bool { return !namespacesOff && hasCapSysAdmin() }
 
 // hasCapSysAdmin reports whether the calling thread holds CAP_SYS_ADMIN.
 func hasCapSysAdmin() bool {

@@ -19,6 +19,12 @@ import (
 // gets a ruleset built for it alone, as without preparation. Either way the
 // command gets exactly its spec's rules.
 type prepared struct {
+	// root is the private root begun for base (see privateRoot), nil if none;
+	// rootErr says why not where there could be one. Unless it wraps
+	// errRootSetup the thread is half-built and every spec must fail.
+	root    *privateRoot
+	rootErr error
+	base    *policy.Sandbox // what root was begun for
 	attr    unix.LandlockRulesetAttr
 	size    uintptr
 	rules   map[pathRule]fileID // the base's rules, all in fd, and their files
@@ -31,7 +37,17 @@ type prepared struct {
 // thread (the one that will restrict itself). What fails is left to the call,
 // which then does it, or fails, as it would have without preparation.
 func prepare(base *policy.Sandbox) *prepared {
-	pr := &prepared{fd: -1}
+	pr := &prepared{fd: -1, base: base}
+	if wantPrivateRoot() {
+		// Before the ruleset: its rules are opened in the root the command gets.
+		pr.root, pr.rootErr = enterPrivateRoot()
+		if pr.root != nil {
+			if err := pr.root.addPolicy(base); err != nil {
+				pr.root, pr.rootErr = nil, err
+				return pr
+			}
+		}
+	}
 	st := Probe()
 	if st.Check(base) == nil {
 		attr, size, rules := landlockPlan(base, st.LandlockABI)

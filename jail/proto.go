@@ -15,14 +15,18 @@ import (
 // stdout and stderr travel with the spec as SCM_RIGHTS on a unix socket:
 //
 //	supervisor (Tree)                             launcher (LauncherMain)
-//	  spawn: fork+exec, fds 0-2 /dev/null          fds >= 3 close-on-exec; subreaper;
-//	                                               lock + warm a thread; wait for spec
-//	  Pool: ctl socket ── {prepare, base} ───────▶ locked thread: Landlock ruleset with
+//	  spawn: fork+exec, fds 0-2 /dev/null,         fds >= 3 close-on-exec; subreaper;
+//	  in a new pid namespace where it can          main thread M (never restricted)
+//	                                               starts the command thread C
+//	  Pool: ctl socket ── {prepare, base} ───────▶ C: private root with base's paths
+//	                                               (root only), Landlock ruleset with
 //	                                               base's rules, bounding set emptied
-//	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ resolve argv[0]; locked thread:
-//	                                               RestrictThread, fork+exec command
-//	                                               (own pgrp, fds 0=/dev/null,1=out,2=err)
-//	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit
+//	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ C: the spec's paths into the root,
+//	                                               seal it; resolve argv[0]; restrict
+//	                                               C; fork+exec command (own pgrp,
+//	                                               fds 0=/dev/null,1=out,2=err)
+//	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit;
+//	                                               C exits, M: OOM score -1000, reap
 //	        ...command runs, writes straight into out and err...
 //	  Kill: close ctl    ── EOF ─────────────────▶ kill request (also SIGTERM/INT/HUP,
 //	                                               and EOF when the supervisor dies)
@@ -61,10 +65,13 @@ type message struct {
 	// Prepared says in a started frame that the command's Landlock ruleset was
 	// the one prepared ahead (see prepared).
 	Prepared bool
-	Code     int
-	Signal   string
-	Error    string
-	Kind     string
+	// PrivateRoot says in a started frame that the command's root holds only
+	// its policy's paths (see privateRoot).
+	PrivateRoot bool
+	Code        int
+	Signal      string
+	Error       string
+	Kind        string
 }
 
 func encodeFrame(m *message) ([]byte, error) {

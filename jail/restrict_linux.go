@@ -17,21 +17,24 @@ import (
 // ruleset built from p and a seccomp filter built from p to the calling OS thread only; processes it
 // starts afterwards inherit all three. The caller must hold
 // runtime.LockOSThread and never unlock: the thread is then used only by the
-// calling goroutine and dies with it.
+// calling goroutine and dies with it. Without network, unix socket pairs are
+// stream or seqpacket pairs only (see seccomp.Options.StreamPairsOnly): the
+// thread's root is the host's.
 //
 // Everything that can fail harmlessly (Check, opening the paths, building the
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
-func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil) }
+func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, false) }
 
 // restrictThread is RestrictThread with what a pooled launcher prepared (nil:
-// nothing).
-func restrictThread(p *policy.Sandbox, pr *prepared) error {
+// nothing); privateRoot says the thread's root holds only p's paths (see
+// privateRoot), so datagram socket pairs can reach no host socket.
+func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot bool) error {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return err
 	}
-	filter, err := sandboxFilter(p.AllowNetwork)
+	filter, err := sandboxFilter(p.AllowNetwork, !privateRoot)
 	if err != nil {
 		return err
 	}
@@ -56,26 +59,33 @@ func restrictThread(p *policy.Sandbox, pr *prepared) error {
 	return nil
 }
 
-// sandboxFilters are the two seccomp filters RestrictThread loads, built once
-// each (the launcher builds the usual one while it waits for its spec).
-var sandboxFilters = [2]func() ([]unix.SockFilter, error){
-	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(false) }),
-	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(true) }),
+// sandboxFilters are the seccomp filters RestrictThread loads, built once
+// each (the launcher builds the usual one while it waits for its spec):
+// network allowed, and without network with and without datagram pairs.
+var sandboxFilters = [3]func() ([]unix.SockFilter, error){
+	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(seccomp.Options{}) }),
+	sync.OnceValues(func() ([]unix.SockFilter, error) {
+		return buildSandboxFilter(seccomp.Options{StreamPairsOnly: true})
+	}),
+	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(seccomp.Options{AllowNetwork: true}) }),
 }
 
-func sandboxFilter(allowNetwork bool) ([]unix.SockFilter, error) {
-	if allowNetwork {
+func sandboxFilter(allowNetwork, streamPairsOnly bool) ([]unix.SockFilter, error) {
+	switch {
+	case allowNetwork:
+		return sandboxFilters[2]()
+	case streamPairsOnly:
 		return sandboxFilters[1]()
 	}
 	return sandboxFilters[0]()
 }
 
-func buildSandboxFilter(allowNetwork bool) ([]unix.SockFilter, error) {
+func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	arch, ok := seccomp.ArchFor(runtime.GOARCH)
 	if !ok {
 		return nil, fmt.Errorf("%w: no seccomp filter for %s", ErrUnsupported, runtime.GOARCH)
 	}
-	raw, err := seccomp.Sandbox(arch, seccomp.Options{AllowNetwork: allowNetwork})
+	raw, err := seccomp.Sandbox(arch, o)
 	if err != nil {
 		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
 	}

@@ -37,6 +37,10 @@ type Tree struct {
 	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
 	oomKills int         // OOM kills in cgroup, set before finished
 	prepared bool        // the command got a prepared ruleset, set before finished
+	root     bool        // the command got a private root, set before finished
+	// pidns: the launcher is the init of a pid namespace of its own, so its
+	// death kills every process of the tree (the kernel sees to it).
+	pidns bool
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -137,7 +141,7 @@ func fork(exe string, cg *memCgroup) (*Tree, error) {
 	}
 	defer statusW.Close()
 
-	t := &Tree{ctl: ctl, cgroup: cg, finished: make(chan struct{}), reaped: make(chan struct{})}
+	t := &Tree{ctl: ctl, cgroup: cg, pidns: usePidNamespace(), finished: make(chan struct{}), reaped: make(chan struct{})}
 	null := devnull.Fd()
 	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
 	forked := make(chan error, 1)
@@ -215,18 +219,34 @@ func (t *Tree) sendFrame(frame, rights []byte) error {
 
 // launcherEnv is the launcher's whole environment (the command gets the spec's):
 // Go runtime settings for a process that lives for one call (see goenv.Child),
-// with a heap limit well inside the launcher's cgroup allowance (cgroupSlack).
-var launcherEnv = goenv.Child("16MiB")
+// with a heap limit well inside the launcher's cgroup allowance (cgroupSlack),
+// and NoNamespacesEnv when this process has it.
+func launcherEnv() []string {
+	if namespacesOff {
+		return append(launcherEnvBase[:len(launcherEnvBase):len(launcherEnvBase)], NoNamespacesEnv+"=1")
+	}
+	return launcherEnvBase
+}
+
+var launcherEnvBase = goenv.Child("16MiB")
+
+// usePidNamespace reports whether launchers get a pid namespace of their own:
+// where this process may make one (CAP_SYS_ADMIN), unless NoNamespacesEnv.
+func usePidNamespace() bool { return !namespacesOff && hasCapSysAdmin() }
 
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
 // The lock is never released, so the thread exits with this goroutine.
 func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- error) {
 	runtime.LockOSThread()
+	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	if t.pidns {
+		sys.Cloneflags = syscall.CLONE_NEWPID
+	}
 	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
-		Env:   launcherEnv,
+		Env:   launcherEnv(),
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM},
+		Sys:   sys,
 	})
 	if err != nil {
 		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
@@ -280,7 +300,7 @@ func (t *Tree) readStatus(status *os.File) report {
 		switch m.Type {
 		case msgStarted:
 			r.res.Started = true
-			t.prepared = m.Prepared
+			t.prepared, t.root = m.Prepared, m.PrivateRoot
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
@@ -319,7 +339,7 @@ func (t *Tree) reap(reported <-chan report) {
 	}
 	r := <-reported // at EOF now: the launcher held the pipe's only write end
 	if !r.final && !t.released.Load() {
-		sweep(t.pid)
+		t.sweep()
 	}
 	var ws unix.WaitStatus
 	t.mu.Lock()
@@ -370,7 +390,9 @@ func (t *Tree) Wait() (Result, error) {
 //
 // It asks the launcher first (closing the control socket). If the launcher
 // has not reported after killGrace (wedged, stopped), the supervisor SIGKILLs
-// every process whose parent chain reaches the launcher (orphans are still
+// it, which, as the init of the tree's pid namespace, takes every process of
+// the tree along; without a namespace it first kills every process in the
+// launcher's cgroup, whose parent chain reaches the launcher (orphans are still
 // reparented to it while it lives, as it is a subreaper) or in its session,
 // then the launcher's process group, then sweeps once more after it died.
 // The supervisor does not become a subreaper itself: that would change how
@@ -389,8 +411,12 @@ func (t *Tree) Kill() {
 			return
 		}
 		t.forced = true
-		sweep(t.pid)
-		_ = unix.Kill(-t.pid, unix.SIGKILL)
+		if !t.pidns {
+			t.sweep()
+			_ = unix.Kill(-t.pid, unix.SIGKILL)
+		}
+		// As the init of the tree's pid namespace, the launcher takes every
+		// process in it along.
 		_ = unix.Kill(t.pid, unix.SIGKILL)
 	})
 	<-t.finished
@@ -398,6 +424,21 @@ func (t *Tree) Kill() {
 
 // closeCtl may run more than once; os.File makes the later calls no-ops.
 func (t *Tree) closeCtl() { _ = t.ctl.Close() }
+
+// sweep kills what is left of the tree from outside, after the launcher died
+// or while it is wedged: with a pid namespace there is nothing to do (the
+// kernel kills the namespace with its init); else every process in the
+// launcher's cgroup, if it has one (membership that no process can leave),
+// and every process whose parent chain reaches the launcher or that is in its
+// session (which a process that called setsid and was orphaned to init
+// escapes: only the cgroup catches those where there is no namespace).
+func (t *Tree) sweep() {
+	if t.pidns {
+		return
+	}
+	t.cgroup.kill()
+	sweep(t.pid)
+}
 
 // sweep kills the tree below root from outside, until no live process is
 // left in it or sweepRounds is reached.

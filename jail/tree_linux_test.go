@@ -35,12 +35,24 @@ type treeFixture struct {
 
 func startTree(t *testing.T, mode string) treeFixture {
 	t.Helper()
+	return startTreeIn(t, nil, mode)
+}
+
+// startTreeIn starts the tree script through pool, or Start if pool is nil.
+func startTreeIn(t *testing.T, pool *Pool, mode string) treeFixture {
+	t.Helper()
 	dir := t.TempDir()
 	p := basePolicy(t)
 	p.ReadWrite = []string{dir}
 	spec := &Spec{Argv: []string{"/bin/bash", "-c", treeScript, "tree", dir, mode}, Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: p}
 	out := tempFile(t)
-	tree, err := Start(testExe(t), spec, out, out)
+	var tree *Tree
+	var err error
+	if pool != nil {
+		tree, err = pool.Start(spec, out, out, 256<<20)
+	} else {
+		tree, err = Start(testExe(t), spec, out, out)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +60,8 @@ func startTree(t *testing.T, mode string) treeFixture {
 	f := treeFixture{tree: tree, dir: dir, pids: map[string]int{}}
 	waitForFile(t, filepath.Join(dir, "ready"))
 	for _, name := range []string{"main", "daemon", "child"} {
-		f.pids[name] = atoi(t, waitForFile(t, filepath.Join(dir, name)))
+		// The script sees its namespace's pids; the checks below need ours.
+		f.pids[name] = hostPid(t, tree, atoi(t, waitForFile(t, filepath.Join(dir, name))))
 	}
 	// Positive control: the daemon really left the launcher's session.
 	if sid, err := unix.Getsid(f.pids["daemon"]); err != nil || sid == tree.Pid() {
@@ -84,6 +97,10 @@ func (f treeFixture) assertAlive(t *testing.T, names ...string) {
 
 func TestTreeKill(t *testing.T) {
 	requireJail(t)
+	eachMode(t, func(t *testing.T, _ jailMode) { testTreeKill(t) })
+}
+
+func testTreeKill(t *testing.T) {
 	f := startTree(t, "wait")
 	f.assertAlive(t, "main", "daemon", "child")
 	f.tree.Kill()
@@ -97,6 +114,10 @@ func TestTreeKill(t *testing.T) {
 
 func TestTreeCleanedAfterNormalExit(t *testing.T) {
 	requireJail(t)
+	eachMode(t, func(t *testing.T, _ jailMode) { testTreeCleanedAfterNormalExit(t) })
+}
+
+func testTreeCleanedAfterNormalExit(t *testing.T) {
 	f := startTree(t, "exit")
 	f.assertAlive(t, "main", "daemon", "child")
 	writeFile(t, filepath.Join(f.dir, "go"), "")
@@ -111,6 +132,10 @@ func TestTreeCleanedAfterNormalExit(t *testing.T) {
 // kill request: Kill must clean up from the supervisor side.
 func TestTreeKillWedgedLauncher(t *testing.T) {
 	requireJail(t)
+	eachMode(t, func(t *testing.T, _ jailMode) { testTreeKillWedgedLauncher(t) })
+}
+
+func testTreeKillWedgedLauncher(t *testing.T) {
 	f := startTree(t, "wait")
 	f.assertAlive(t, "main", "daemon", "child")
 	if err := unix.Kill(f.tree.Pid(), unix.SIGSTOP); err != nil {
@@ -125,6 +150,10 @@ func TestTreeKillWedgedLauncher(t *testing.T) {
 
 func TestConcurrentKill(t *testing.T) {
 	requireJail(t)
+	eachMode(t, func(t *testing.T, _ jailMode) { testConcurrentKill(t) })
+}
+
+func testConcurrentKill(t *testing.T) {
 	f := startTree(t, "wait")
 	done := make(chan struct{})
 	for i := 0; i < 3; i++ {
@@ -228,4 +257,88 @@ func TestStatusRefusesSpecs(t *testing.T) {
 	if rep.final || rep.failure == nil || !strings.Contains(rep.failure.Error(), "carries a spec") {
 		t.Errorf("report %+v, want a failure naming the spec", rep)
 	}
+}
+
+// TestLauncherSurvivesItsCommand: a command that tries to kill or stop its
+// launcher, by every way of sending a signal, does not get rid of it: without
+// namespaces Landlock's scoping refuses each signal (no thread of the launcher
+// is in the command's domain); as the init of a pid namespace, the launcher
+// has signals sent from inside dropped. Either way the call ends as the
+// command does, and a daemon it left is killed.
+func TestLauncherSurvivesItsCommand(t *testing.T) {
+	if st := requireJail(t); !st.Scoped() {
+		t.Skipf("Landlock ABI %d < %d: without scoping a command may signal its launcher (SECURITY.md)", st.LandlockABI, abiScope)
+	}
+	eachMode(t, func(t *testing.T, m jailMode) {
+		attacks := []string{"kill9", "stop", "killpg", "pidfd", "tgkill"}
+		if m.ns {
+			// Only where the namespace bounds it: without scoping, from root,
+			// kill(-1) would reach every process of the machine.
+			attacks = append(attacks, "killall")
+		}
+		var probes []string
+		for _, a := range attacks {
+			probes = append(probes, "attack-launcher:"+a)
+		}
+		p := basePolicy(t)
+		p.ReadOnly = append(p.ReadOnly, "/proc")
+		got, res, tree := startHelper(t, Spec{Sandbox: p}, probes...)
+		if !res.Started || res.ExitCode != 0 {
+			t.Fatalf("victim ended %+v", res)
+		}
+		for _, p := range probes {
+			// Landlock refuses (EPERM). Where it would not (ABI < 6, skipped
+			// here), the kernel would drop what reaches a namespace's init.
+			// In a namespace killpg names the launcher's group, 1: kill(-1),
+			// which finds no other process to signal (ESRCH).
+			want := "EPERM"
+			if m.ns && (p == "attack-launcher:killall" || p == "attack-launcher:killpg") {
+				want = "ESRCH"
+			}
+			if got[p] != want {
+				t.Errorf("%s = %s, want %s", p, got[p], want)
+			}
+		}
+		if tree.root != m.ns || tree.pidns != m.ns {
+			t.Errorf("private root %v, pid namespace %v; want %v", tree.root, tree.pidns, m.ns)
+		}
+		if !m.ns {
+			return
+		}
+		// The namespace alone, without Landlock: an unsafe command (root, all
+		// capabilities) sends the signals, and the kernel drops each one that
+		// reaches the namespace's init, so the launcher still reports.
+		got, res, _ = startHelper(t, Spec{Unsafe: true}, "attack-launcher:kill9", "attack-launcher:stop", "attack-launcher:pidfd")
+		if !res.Started || res.ExitCode != 0 {
+			t.Fatalf("unsafe victim ended %+v", res)
+		}
+		expect(t, "unsafe", got, map[string]string{"attack-launcher:kill9": "ok", "attack-launcher:stop": "ok", "attack-launcher:pidfd": "ok"})
+	})
+}
+
+// TestLauncherKilledFromOutside: when the launcher dies without a word (SIGKILL
+// from outside, the OOM killer), nothing of its tree lives on, not even a
+// daemon that left its session and was orphaned to init: in a pid namespace
+// the kernel kills them with the launcher; without one, the supervisor kills
+// every process in the launcher's cgroup (a pooled launcher has one where
+// this process can make cgroups).
+func TestLauncherKilledFromOutside(t *testing.T) {
+	requireJail(t)
+	eachMode(t, func(t *testing.T, m jailMode) {
+		if !m.ns && probeCgroups() == nil {
+			t.Skip("no cgroups here and no pid namespace: a daemon orphaned to init escapes the sweep (SECURITY.md)")
+		}
+		pool := NewPool(testExe(t), 1, nil)
+		defer pool.Close()
+		f := startTreeIn(t, pool, "wait")
+		f.assertAlive(t, "main", "daemon", "child")
+		if err := unix.Kill(f.tree.Pid(), unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.tree.Wait()
+		if !errors.Is(err, ErrLauncher) {
+			t.Errorf("Wait error = %v, want ErrLauncher", err)
+		}
+		f.assertGone(t, "main", "daemon", "child")
+	})
 }

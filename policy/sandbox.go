@@ -27,4 +27,10 @@ type Sandbox struct {
 	// AllowExec permits executing programs (readable paths only). The JS worker
 	// runs with AllowExec false after its one re-exec.
 	AllowExec bool
+	// Links are names that lead to allowed paths through symlinks (/bin ->
+	// usr/bin, /lib64, /etc/resolv.conf -> ../run/...). They grant nothing of
+	// their own: an enforcer that builds the command's filesystem from the
+	// allowed paths alone (the Linux private root) makes them too, as the
+	// host has them, so that programs find what they look for by those names.
+	Links []string
 }

@@ -233,6 +233,7 @@ func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.S
 	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
 	if network {
 		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)
+		sb.Links = append(append([]string(nil), sb.Links...), systemPaths().networkLinks...)
 	}
 	sb.ReadWrite = []string{scratch}
 	for _, m := range mounts {
@@ -252,7 +253,7 @@ func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.S
 // system directories and devices, no network. Idle launchers prepare for it.
 func basePolicy() *policy.Sandbox {
 	sys := systemPaths()
-	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices}
+	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices, Links: sys.readOnlyLinks}
 }
 
 // What ordinary tools need to start. /etc is an allowlist of its own: the loader
@@ -273,24 +274,43 @@ var networkReadOnly = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf
 
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
+// sysPaths are the system allowlists, resolved: the canonical paths, and the names
+// that lead to them through symlinks (policy.Sandbox.Links).
+type sysPaths struct {
+	readOnly, readOnlyLinks []string
+	network, networkLinks   []string
+	devices                 []string
+}
+
 // systemPaths resolves the system allowlists once: they do not change while the
 // server runs, and resolving them costs a dozen syscalls per path.
-var systemPaths = sync.OnceValue(func() struct{ readOnly, network, devices []string } {
-	return struct{ readOnly, network, devices []string }{existing(systemReadOnly), existing(networkReadOnly), existing(devices)}
+var systemPaths = sync.OnceValue(func() sysPaths {
+	var s sysPaths
+	s.readOnly, s.readOnlyLinks = existing(systemReadOnly)
+	s.network, s.networkLinks = existing(networkReadOnly)
+	s.devices, _ = existing(devices)
+	return s
 })
 
-func existing(paths []string) []string {
-	out := make([]string, 0, len(paths))
+// existing returns the canonical paths of those of paths that exist, once each,
+// and the paths that are not canonical (a symlink on the way) but lead to one.
+func existing(paths []string) (canonical, links []string) {
+	canonical = make([]string, 0, len(paths))
 	seen := map[string]bool{}
 	for _, p := range paths {
 		real, err := filepath.EvalSymlinks(p)
-		if err != nil || seen[real] {
+		if err != nil {
 			continue
 		}
-		seen[real] = true
-		out = append(out, real)
+		if real != p {
+			links = append(links, p)
+		}
+		if !seen[real] {
+			seen[real] = true
+			canonical = append(canonical, real)
+		}
 	}
-	return out
+	return canonical, links
 }
 
 // commandEnv is built from nothing: nothing of the server's environment leaks.

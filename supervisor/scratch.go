@@ -1,11 +1,15 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/pace"
@@ -26,9 +30,40 @@ type scratchDirs struct {
 const scratchAhead = 2
 
 // newScratchDirs makes nothing yet: the first take does, so a server that never runs
-// a command leaves no directory behind.
+// a command leaves no directory behind. It removes, in the background, the scratch
+// dirs of autobox processes that are gone (killed before they could).
 func newScratchDirs() *scratchDirs {
-	return &scratchDirs{ready: make(chan string, scratchAhead)}
+	d := &scratchDirs{ready: make(chan string, scratchAhead)}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		sweepScratch()
+	}()
+	return d
+}
+
+// scratchPrefix names scratch dirs after the process that made them:
+// autobox-scratch-<pid>-<random>.
+func scratchPrefix() string { return fmt.Sprintf("autobox-scratch-%d-", os.Getpid()) }
+
+// sweepScratch removes the scratch dirs whose maker is no longer running.
+func sweepScratch() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "autobox-scratch-*-*"))
+	for _, dir := range dirs {
+		owner, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), "autobox-scratch-"), "-")
+		pid, err := strconv.Atoi(owner)
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue
+		}
+		removeScratch(dir)
+	}
+}
+
+// processExists reports whether a process with this pid exists (a reused pid
+// only keeps a stale dir for longer).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (d *scratchDirs) refill() {
@@ -104,7 +139,7 @@ func (d *scratchDirs) close() {
 }
 
 func makeScratch() (string, error) {
-	dir, err := os.MkdirTemp("", "autobox-scratch-")
+	dir, err := os.MkdirTemp("", scratchPrefix())
 	if err != nil {
 		return "", fmt.Errorf("creating the scratch dir: %w", err)
 	}

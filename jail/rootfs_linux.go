@@ -1,0 +1,462 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// A private root: where the launcher may make a mount namespace (it holds
+// CAP_SYS_ADMIN, i.e. the server runs as root), the command's "/" is a fresh
+// tmpfs that holds only what its policy allows, each path bound at its own
+// host path: the system paths and read-only mounts read-only, the read-write
+// mounts and the scratch dir writable, a few devices, and a /proc of the
+// command's own pid namespace. Symlinks on the way to an allowed path (/bin ->
+// usr/bin, /etc/resolv.conf -> ../run/...) are made again as they are on the
+// host. Nothing else exists for the command: no other user's files, no host
+// unix socket to send to, no name to stat, list the attributes of or watch.
+// Landlock applies on top, unchanged: its rules hold inodes, and a bind mount
+// shows the same inodes.
+//
+// The root is built on the thread that then restricts itself and starts the
+// command (unshare(CLONE_NEWNS) is per thread here, so the launcher's other
+// threads keep the host's mounts). A pooled launcher builds the part every
+// command shares (the base policy) while it waits; the call adds its own
+// paths and seals the root: the host's root, kept reachable below
+// oldRootDir while the root is built, is detached and the tmpfs made
+// read-only.
+
+// oldRootDir is where the host's root hangs, inside the new root, until seal.
+const oldRootDir = "/.autobox-host"
+
+// tmpfsMountPoints are tried in order as the place where the new root's tmpfs
+// is mounted (in the private namespace only) before pivot_root makes it "/".
+var tmpfsMountPoints = []string{"/tmp", "/mnt", "/media", "/srv", "/opt"}
+
+// bindKind is how a path is bound into the private root.
+type bindKind int
+
+const (
+	bindRO bindKind = iota
+	bindRW
+	bindDevice
+	linkOnly // make the links on the way, bind nothing
+)
+
+type privateRoot struct {
+	oldRoot int             // O_PATH fd of the host's root (below oldRootDir)
+	bound   map[string]bool // host paths bound (or made, for /proc) so far
+	binds   []boundFile     // what each bind showed when it was made
+	links   []madeLink      // the symlinks made, as the host had them
+	sealed  bool
+}
+
+// boundFile is a path bound into the root, and the file it was on the host.
+type boundFile struct {
+	path string
+	id   fileID
+}
+
+type madeLink struct{ path, target string }
+
+// errRootSetup marks a failure before pivot_root, which leaves the thread as
+// it was but for a private copy of the host's mount table: the caller may
+// carry on without a private root. Later failures leave the thread half-built.
+var errRootSetup = errors.New("setting up a private root")
+
+// enterPrivateRoot moves the calling thread into a new mount namespace whose
+// root is an empty tmpfs, with the host's root below oldRootDir.
+func enterPrivateRoot() (*privateRoot, error) {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return nil, fmt.Errorf("%w: unshare(CLONE_NEWNS): %w", errRootSetup, err)
+	}
+	// Slave, not private: an unmount on the host (a USB disk, say) still reaches
+	// this copy of the mount table, which would otherwise keep that filesystem
+	// busy for as long as a launcher waits in the pool. Nothing made here
+	// propagates back.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return nil, fmt.Errorf("%w: making mounts slaves: %w", errRootSetup, err)
+	}
+	mp := ""
+	for _, dir := range tmpfsMountPoints {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			mp = dir
+			break
+		}
+	}
+	if mp == "" {
+		return nil, fmt.Errorf("%w: none of %v is a directory to mount the new root on", errRootSetup, tmpfsMountPoints)
+	}
+	// Mount points only: a few inodes, no data.
+	if err := unix.Mount("tmpfs", mp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=65536"); err != nil {
+		return nil, fmt.Errorf("%w: mounting a tmpfs on %s: %w", errRootSetup, mp, err)
+	}
+	undo := func(err error) (*privateRoot, error) {
+		_ = unix.Unmount(mp, unix.MNT_DETACH)
+		return nil, fmt.Errorf("%w: %w", errRootSetup, err)
+	}
+	if err := unix.Mkdir(mp+oldRootDir, 0o700); err != nil {
+		return undo(fmt.Errorf("mkdir %s: %w", oldRootDir, err))
+	}
+	if err := unix.PivotRoot(mp, mp+oldRootDir); err != nil {
+		return undo(fmt.Errorf("pivot_root: %w", err))
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return nil, fmt.Errorf("chdir /: %w", err)
+	}
+	old, err := unix.Open(oldRootDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the host's root: %w", err)
+	}
+	r := &privateRoot{oldRoot: old, bound: map[string]bool{}}
+	if err := r.devLinks(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// devLinks makes /dev with the links that shells and tools expect there
+// (process substitution, `> /dev/stderr`); they lead into /proc/self, which
+// is the command's own.
+func (r *privateRoot) devLinks() error {
+	if err := unix.Mkdir("/dev", 0o755); err != nil {
+		return fmt.Errorf("mkdir /dev: %w", err)
+	}
+	for name, target := range map[string]string{
+		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	} {
+		if err := unix.Symlink(target, "/dev/"+name); err != nil {
+			return fmt.Errorf("symlink /dev/%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// addPolicy binds every path of p not bound yet, outer paths before the paths
+// inside them (so that an inner bind is not covered by an outer one), and makes
+// its Links. A link to a path p does not allow is made, but leads nowhere.
+func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
+	type entry struct {
+		path string
+		kind bindKind
+	}
+	var all []entry
+	for _, l := range []struct {
+		paths []string
+		kind  bindKind
+	}{{p.ReadOnly, bindRO}, {p.ReadWrite, bindRW}, {p.Devices, bindDevice}, {p.Links, linkOnly}} {
+		for _, path := range l.paths {
+			all = append(all, entry{path, l.kind})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		return strings.Count(all[i].path, "/") < strings.Count(all[j].path, "/")
+	})
+	for _, e := range all {
+		if err := r.materialize(e.path, e.kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxLinks bounds the symlinks followed for one path, as the kernel does.
+const maxLinks = 40
+
+// materialize makes p (absolute and clean; it may pass through symlinks) exist
+// in the private root as it does on the host: each symlink on the way is made
+// again, and what p finally names is bound from the host. A path that does
+// not exist on the host is skipped, as Landlock skips it.
+func (r *privateRoot) materialize(p string, kind bindKind) error {
+	for hops := 0; hops <= maxLinks; hops++ {
+		link, rest, err := r.firstLink(p)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if link == "" {
+			if kind == linkOnly {
+				return nil
+			}
+			return r.bind(p, kind)
+		}
+		target, err := readlinkAt(r.oldRoot, link[1:])
+		if err != nil {
+			return fmt.Errorf("reading link %s: %w", link, err)
+		}
+		if err := r.makeLink(link, target); err != nil {
+			return err
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(link), target)
+		}
+		p = path.Join(target, rest)
+	}
+	return fmt.Errorf("%s: %w", p, unix.ELOOP)
+}
+
+// firstLink returns the first prefix of p that is a symlink on the host, and
+// the rest of p after it; link is "" if there is none.
+func (r *privateRoot) firstLink(p string) (link, rest string, err error) {
+	if p == "/" {
+		return "", "", nil
+	}
+	parts := strings.Split(p[1:], "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		var st unix.Stat_t
+		if err := unix.Fstatat(r.oldRoot, prefix, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return "", "", err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return "/" + prefix, strings.Join(parts[i+1:], "/"), nil
+		}
+	}
+	return "", "", nil
+}
+
+// makeLink makes the symlink link -> target in the private root, unless
+// something is there already (inside a bound directory, the host's own link).
+func (r *privateRoot) makeLink(link, target string) error {
+	var st unix.Stat_t
+	if unix.Lstat(link, &st) == nil {
+		return nil
+	}
+	if err := mkdirAll(path.Dir(link)); err != nil {
+		return err
+	}
+	if err := unix.Symlink(target, link); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("symlink %s: %w", link, err)
+	}
+	r.links = append(r.links, madeLink{link, target})
+	return nil
+}
+
+// bind binds the host's p (free of symlinks) at p, with kind's mount flags.
+func (r *privateRoot) bind(p string, kind bindKind) error {
+	if r.bound[p] {
+		return nil
+	}
+	switch p {
+	case "/":
+		// The whole host, read-only (a read-write "/" cannot pass validation):
+		// each entry of its root, but this root's own /proc and /dev.
+		return r.bindTopLevel(kind)
+	case "/proc":
+		r.bound[p] = true
+		return mountProc()
+	}
+	// Opened without following any link: p was checked link-free above, and a
+	// link swapped in since then must not redirect the bind.
+	src, err := unix.Openat2(r.oldRoot, p[1:], &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s to bind it: %w", p, err)
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	if err := mountPoint(p, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+		return err
+	}
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree %s: %w", p, err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount %s: %w", p, err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	switch kind {
+	case bindRO:
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	case bindRW:
+		attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+	case bindDevice:
+		// Writes to a device ignore a read-only mount; chmod and chown of it do not.
+		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, Attr_clr: unix.MOUNT_ATTR_NODEV}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fmt.Errorf("setting the flags of %s: %w", p, err)
+	}
+	r.bound[p] = true
+	r.binds = append(r.binds, boundFile{p, idOf(&st)})
+	return nil
+}
+
+// stale reports whether a path bound or a link made so far no longer matches
+// the host (a directory replaced, a file renamed over, a link retargeted): a
+// bind holds the file it was made with, and a pooled launcher may wait long.
+func (r *privateRoot) stale() bool {
+	for _, l := range r.links {
+		if target, err := readlinkAt(r.oldRoot, l.path[1:]); err != nil || target != l.target {
+			return true
+		}
+	}
+	for _, b := range r.binds {
+		var st unix.Stat_t
+		if unix.Fstatat(r.oldRoot, b.path[1:], &st, unix.AT_SYMLINK_NOFOLLOW) != nil || idOf(&st) != b.id {
+			return true
+		}
+	}
+	return false
+}
+
+// reset starts the root again from an empty tmpfs: a new one is mounted inside
+// the current root and pivoted to, the host's root is moved over to it, and
+// the old tmpfs with everything bound in it is detached.
+func (r *privateRoot) reset() error {
+	const next, prev = "/.autobox-next", "/.autobox-prev"
+	if err := unix.Mkdir(next, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", next, err)
+	}
+	if err := unix.Mount("tmpfs", next, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=65536"); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", next, err)
+	}
+	if err := unix.Mkdir(next+prev, 0o700); err != nil {
+		return fmt.Errorf("mkdir %s: %w", next+prev, err)
+	}
+	if err := unix.PivotRoot(next, next+prev); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("chdir /: %w", err)
+	}
+	if err := unix.Mkdir(oldRootDir, 0o700); err != nil {
+		return fmt.Errorf("mkdir %s: %w", oldRootDir, err)
+	}
+	if err := unix.Mount(prev+oldRootDir, oldRootDir, "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("moving the host's root: %w", err)
+	}
+	if err := unix.Unmount(prev, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	if err := unix.Rmdir(prev); err != nil {
+		return fmt.Errorf("rmdir %s: %w", prev, err)
+	}
+	r.bound, r.binds, r.links = map[string]bool{}, nil, nil
+	return r.devLinks()
+}
+
+// bindTopLevel binds every entry of the host's root, but /proc and /dev.
+func (r *privateRoot) bindTopLevel(kind bindKind) error {
+	r.bound["/"] = true
+	dir, err := os.Open(oldRootDir)
+	if err != nil {
+		return fmt.Errorf("listing the host's root: %w", err)
+	}
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return fmt.Errorf("listing the host's root: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "proc" || name == "dev" || "/"+name == oldRootDir {
+			continue
+		}
+		if err := r.materialize("/"+name, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountProc mounts a proc of the calling thread's pid namespace at /proc.
+func mountProc() error {
+	if err := mkdirAll("/proc"); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	return nil
+}
+
+// mountPoint makes an empty directory or file at p to bind onto, unless
+// something is there already (inside a bound directory).
+func mountPoint(p string, dir bool) error {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil {
+		return nil
+	}
+	if dir {
+		return mkdirAll(p)
+	}
+	if err := mkdirAll(path.Dir(p)); err != nil {
+		return err
+	}
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating mount point %s: %w", p, err)
+	}
+	return unix.Close(fd)
+}
+
+// mkdirAll makes p and its parents in the private root.
+func mkdirAll(p string) error {
+	if p == "/" {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil {
+		return nil
+	}
+	if err := mkdirAll(path.Dir(p)); err != nil {
+		return err
+	}
+	if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("mkdir %s: %w", p, err)
+	}
+	return nil
+}
+
+// seal detaches the host's root and makes the tmpfs read-only: after it, only
+// what was bound exists for the thread and what it starts.
+func (r *privateRoot) seal() error {
+	if r.sealed {
+		return nil
+	}
+	unix.Close(r.oldRoot)
+	if err := unix.Unmount(oldRootDir, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host's root: %w", err)
+	}
+	if err := unix.Rmdir(oldRootDir); err != nil {
+		return fmt.Errorf("rmdir %s: %w", oldRootDir, err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("making the new root read-only: %w", err)
+	}
+	r.sealed = true
+	return nil
+}
+
+func readlinkAt(dirfd int, p string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(dirfd, p, buf)
+	if err != nil {
+		return "", err
+	}
+	if n == len(buf) {
+		return "", unix.ENAMETOOLONG
+	}
+	return string(buf[:n]), nil
+}
