@@ -74,11 +74,12 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 	return nil
 })
 
-// cgroupName names a new cgroup after this process, so that a later process
-// can tell a cgroup whose owner is gone (see sweepStale).
-func cgroupName() string {
-	return fmt.Sprintf("autobox-%d-%s", os.Getpid(), uuid.NewString())
-}
+// cgroupPrefix starts the name of every cgroup this process makes: it names the
+// process, so that a later one can tell a cgroup whose owner is gone (see
+// sweepStale). The "p" keeps it apart from names without an owner.
+func cgroupPrefix(pid int) string { return fmt.Sprintf("autobox-p%d-", pid) }
+
+func cgroupName() string { return cgroupPrefix(os.Getpid()) + uuid.NewString() }
 
 // sweepStale removes the cgroups that autobox processes which are gone left in
 // base (a server killed with SIGKILL cannot remove its own), killing whatever
@@ -89,7 +90,7 @@ func (c *memCgroups) sweepStale() {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "autobox-")
+		rest, ok := strings.CutPrefix(e.Name(), "autobox-p")
 		if !ok || !e.IsDir() {
 			continue
 		}

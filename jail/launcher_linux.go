@@ -47,10 +47,9 @@ func LauncherMain() {
 // pid namespace (root), the launcher is that namespace's init: the kernel
 // drops the signals its command sends it that it has no handler for (SIGKILL
 // and SIGSTOP included), and when the launcher dies, however it dies, the
-// kernel kills every process in the namespace. Run as root, the launcher also
-// sets its OOM score to the minimum once its command is started (the command
-// keeps the usual one), so the kernel's OOM killer takes the command's
-// processes, never the launcher.
+// kernel kills every process in the namespace. The command is forked with
+// the highest OOM score and the launcher keeps a low one (see oomScore), so
+// the kernel's OOM killer takes the command's processes first.
 func launch() int {
 	// The main thread, whose id is the launcher's pid: never restricted. It
 	// reaps and kills. init() locked it already in autobox, not in tests.
@@ -91,9 +90,7 @@ func launch() int {
 	if pid <= 0 {
 		return -pid // the command thread reported why
 	}
-	// The command has the score we had when it was forked; from now on the
-	// OOM killer passes the launcher over. Only root may lower it.
-	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
+	oomScore.settle()
 	ctl := os.NewFile(ctlFD, "ctl")
 	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
 	// the control socket means: stop now.
@@ -133,6 +130,7 @@ func launch() int {
 // minus the launcher's exit code (0 or less) after reporting why.
 func commandThread(status *os.File, started chan<- int) {
 	runtime.LockOSThread()
+	oomScore.open()
 	started <- startFromSpec(status)
 }
 
@@ -245,6 +243,7 @@ func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bo
 	if err != nil {
 		return 0, privateRoot, err, nil
 	}
+	oomScore.raise() // before the restriction: /proc/self is read-only after it
 	if !spec.Unsafe {
 		if err := restrictThread(&spec.Sandbox, pr, privateRoot); err != nil {
 			return 0, privateRoot, nil, err
@@ -385,4 +384,54 @@ func lookPath(spec *Spec) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", name)
+}
+
+// oomScore makes the command, not the launcher, the OOM killer's choice (in
+// the call's memory cgroup, which they share, and on the host). The launcher
+// raises its score to the maximum just before it forks the command, which
+// inherits it, then sets its own to the minimum, which takes
+// CAP_SYS_RESOURCE; without it, back to what it was. A process may always
+// raise its score, but lower it only to a floor that only a privileged write
+// sets: with CAP_SYS_RESOURCE the raise sets the command's floor to the
+// maximum too. Without, a command may lower its processes' scores to the
+// launcher's, and the OOM killer may then pick the launcher: the pid
+// namespace or the cgroup sweep still kills everything, and the supervisor
+// reports a memory kill.
+var oomScore oomAdjust
+
+type oomAdjust struct {
+	f      *os.File // opened before the command thread changes its root
+	before []byte   // the score before raise, nil if not raised
+}
+
+// open, on the command thread before anything else.
+func (s *oomAdjust) open() {
+	s.f, _ = os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0)
+}
+
+// raise, on the command thread before the fork.
+func (s *oomAdjust) raise() {
+	var buf [16]byte
+	if s.f == nil {
+		return
+	}
+	n, err := s.f.ReadAt(buf[:], 0)
+	if n == 0 || err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	if s.write("1000") {
+		s.before = append([]byte(nil), buf[:n]...)
+	}
+}
+
+// settle, on the main thread once the command runs.
+func (s *oomAdjust) settle() {
+	if s.before != nil && !s.write("-1000") {
+		_, _ = s.f.WriteAt(s.before, 0)
+	}
+}
+
+func (s *oomAdjust) write(v string) bool {
+	_, err := s.f.WriteAt([]byte(v), 0)
+	return err == nil
 }

@@ -362,7 +362,7 @@ func (t *Tree) reap(reported <-chan report) {
 	case forced:
 		t.publish(r.res, fmt.Errorf("%w: killed after it did not stop within %v", ErrLauncher, killGrace))
 	default:
-		t.publish(r.res, fmt.Errorf("%w: exited without reporting the command's status (%s)", ErrLauncher, describeWait(ws)))
+		t.publish(r.res, fmt.Errorf("%w: it ended (%s) before it reported how the command ended; %s", ErrLauncher, describeWait(ws), t.sweptWhat()))
 	}
 }
 
@@ -438,6 +438,17 @@ func (t *Tree) sweep() {
 	}
 	t.cgroup.kill()
 	sweep(t.pid)
+}
+
+// sweptWhat says what became of the tree after its launcher died.
+func (t *Tree) sweptWhat() string {
+	switch {
+	case t.pidns:
+		return "every process of the command went with it (its pid namespace)"
+	case t.cgroup != nil:
+		return "every process of the command was killed (its cgroup)"
+	}
+	return "the command's processes in its session and below it were killed"
 }
 
 // sweep kills the tree below root from outside, until no live process is

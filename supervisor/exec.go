@@ -196,14 +196,17 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	// A launcher that died among OOM kills in the call's cgroup was one of
+	// them (a command may lower its processes' OOM scores to the launcher's
+	// where autobox cannot pin them): the limit is the answer.
+	if killedBy == "" && oomKilled(tree) {
+		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
+	}
 	if werr != nil && killedBy == "" {
 		return nil, werr
 	}
 	// With werr set here the tree was killed for a reason of ours and the
 	// supervisor had to finish the job (jail.Tree.Kill): the reason is the answer.
-	if killedBy == "" && oomKilled(tree) {
-		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
-	}
 	out.Signal = res.Signal
 	if res.Started {
 		code := res.ExitCode

@@ -70,10 +70,12 @@ type lineConn struct {
 	cancel context.CancelCauseFunc
 }
 
-// eofGrace is how long requests still running when stdin closes may take to answer
-// (a last line without a newline still gets its reply) before the session ends and
-// their calls are cancelled.
-const eofGrace = 2 * time.Second
+// eofGrace bounds how long, after stdin closes, the answers of the calls then in
+// flight may take to be written. Those calls are cancelled at once (their trees
+// killed, their workers ended): the client has gone, and a runaway call must not
+// keep burning CPU for it. What a call answers when cancelled is written, if it
+// comes in time.
+const eofGrace = 400 * time.Millisecond
 
 func (c *lineConn) readLoop(r *bufio.Reader) {
 	for {
@@ -118,8 +120,8 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			}
 		}
 		if err != nil {
-			c.drain()
 			c.cancel(errors.New("the client closed the session"))
+			c.drain()
 			select {
 			case c.incoming <- readResult{err: err}:
 			case <-c.closed:
@@ -350,7 +352,9 @@ func (c *lineConn) cancelDirect(req *jsonrpc.Request) {
 	}
 }
 
-// drain waits, at most eofGrace, until every request read so far has been answered.
+// drain waits, at most eofGrace, until every request read so far has been answered
+// (cancelled calls answer quickly; a request the SDK handles is cancelled when the
+// session ends, after drain).
 func (c *lineConn) drain() {
 	deadline := time.After(eofGrace)
 	for {

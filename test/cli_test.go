@@ -72,6 +72,9 @@ func (h *cliHome) run(stdin string, args ...string) cliRun {
 		h.t.Fatalf("autobox %s: %v", strings.Join(args, " "), err)
 	}
 	noLeftovers(h.t)
+	if cmd.Process != nil {
+		checkNothingLeft(h.t, cmd.Process.Pid)
+	}
 	return r
 }
 

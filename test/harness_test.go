@@ -112,6 +112,12 @@ func (s *session) goroutines() int {
 // of the test.
 func start(t *testing.T, args ...string) *session {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to the server's environment.
+func startEnv(t *testing.T, env []string, args ...string) *session {
+	t.Helper()
 	home := t.TempDir()
 	tmp := filepath.Join(home, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
@@ -126,6 +132,7 @@ func start(t *testing.T, args ...string) *session {
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
 		"AUTOBOX_TEST_SECRET=canary-7c1e",
 	}
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, nil)
@@ -141,6 +148,7 @@ func start(t *testing.T, args ...string) *session {
 		kids := descendants(pid)
 		cs.Close()
 		waitGone(t, append(kids, pid))
+		checkNothingLeft(t, pid)
 		// No scratch dir outlives its call.
 		if left, _ := filepath.Glob(filepath.Join(tmp, "autobox-scratch-*")); len(left) > 0 {
 			t.Errorf("scratch dirs left behind: %v", left)

@@ -168,12 +168,13 @@ func TestProtocolAbuse(t *testing.T) {
 }
 
 // TestProtocolLastLineWithoutNewline: a request cut short by EOF, with no newline, is
-// still answered before the server exits.
+// still read and answered before the server exits; as the client has gone, the call
+// is cancelled at once (see TestProtocolStdinClosedMidCall), and says so.
 func TestProtocolLastLineWithoutNewline(t *testing.T) {
 	r := startRaw(t)
 	io.WriteString(r.in, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
 	r.in.Close()
-	if m := r.reply(7); !strings.Contains(fmt.Sprint(m["result"]), "42") {
+	if m := r.reply(7); !strings.Contains(fmt.Sprint(m["result"]), "the client closed the session") {
 		t.Errorf("last line: %v", m)
 	}
 }
@@ -208,6 +209,19 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	}
 	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
 	r.in.Close()
+	// The calls in flight are cancelled at once, not left to run out a grace: each
+	// is answered as cancelled, so neither the command nor the JS loop ran on.
+	got := map[float64]map[string]any{}
+	for len(got) < 2 {
+		m := r.reply(-1)
+		got[m["id"].(float64)] = m
+	}
+	if m := got[1]; !strings.Contains(fmt.Sprint(m["result"]), "killed: call cancelled") {
+		t.Errorf("exec_command after EOF: %v", m)
+	}
+	if m := got[2]; !strings.Contains(fmt.Sprint(m["result"]), "client closed the session") {
+		t.Errorf("execute_js after EOF: %v", m)
+	}
 	if err := r.cmd.Wait(); err != nil {
 		t.Errorf("server exit: %v", err)
 	}

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -121,6 +124,35 @@ func main() {
 		fmt.Println("ok allocated", len(keep), "MB")
 		time.Sleep(5 * time.Second)
 		return
+	case "unixgram":
+		// unixgram HOW PATH: a datagram socket from socketpair(2), addressed
+		// to the named socket PATH by sendto, sendmsg (with an fd attached by
+		// SCM_RIGHTS for sendmsg-fd), sendmmsg, or connect and send.
+		err = unixgram(a[0], a[1])
+		if err == nil {
+			fmt.Println("ok sent")
+		}
+	case "unixpair":
+		// unixpair stream|seqpacket PATH: a connected pair, and sendto PATH on
+		// one end (the kernel refuses or ignores the address).
+		typ := syscall.SOCK_STREAM
+		if a[0] == "seqpacket" {
+			typ = syscall.SOCK_SEQPACKET
+		}
+		var fds [2]int
+		fds, err = syscall.Socketpair(syscall.AF_UNIX, typ, 0)
+		if err == nil {
+			err = syscall.Sendto(fds[0], []byte("probe"), 0, &syscall.SockaddrUnix{Name: a[1]})
+			if err == nil {
+				fmt.Println("ok sent")
+			}
+		}
+	case "attack-pid":
+		pid, _ := strconv.Atoi(a[1])
+		err = attackPid(a[0], pid)
+		if err == nil {
+			fmt.Println("ok signalled")
+		}
 	case "ptrace":
 		pid, _ := strconv.Atoi(a[0])
 		err = syscall.PtraceAttach(pid)
@@ -140,4 +172,70 @@ func main() {
 		fmt.Printf("denied: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+func unixgram(how, path string) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return err
+	}
+	to := &unix.SockaddrUnix{Name: path}
+	msg := []byte("probe " + how)
+	switch how {
+	case "sendto":
+		return unix.Sendto(fds[0], msg, 0, to)
+	case "sendmsg":
+		return unix.Sendmsg(fds[0], msg, nil, to, 0)
+	case "sendmsg-fd":
+		return unix.Sendmsg(fds[0], msg, unix.UnixRights(fds[1]), to, 0)
+	case "connect":
+		if err := unix.Connect(fds[0], to); err != nil {
+			return err
+		}
+		_, err := unix.Write(fds[0], msg)
+		return err
+	case "sendmmsg":
+		var name unix.RawSockaddrUnix
+		name.Family = unix.AF_UNIX
+		for i := 0; i < len(path); i++ {
+			name.Path[i] = int8(path[i])
+		}
+		iov := unix.Iovec{Base: &msg[0]}
+		iov.SetLen(len(msg))
+		var m struct {
+			hdr unix.Msghdr
+			len uint32
+			_   uint32
+		}
+		m.hdr.Name = (*byte)(unsafe.Pointer(&name))
+		m.hdr.Namelen = uint32(2 + len(path) + 1)
+		m.hdr.Iov = &iov
+		m.hdr.SetIovlen(1)
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fds[0]), uintptr(unsafe.Pointer(&m)), 1, 0, 0, 0)
+		if e != 0 {
+			return e
+		}
+		if n != 1 {
+			return fmt.Errorf("sendmmsg sent %d messages", n)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown way %q", how)
+}
+
+// attackPid tries to end or stop process ppid (the launcher).
+func attackPid(how string, ppid int) error {
+	switch how {
+	case "kill9":
+		return unix.Kill(ppid, unix.SIGKILL)
+	case "stop":
+		return unix.Kill(ppid, unix.SIGSTOP)
+	case "pidfd":
+		fd, err := unix.PidfdOpen(ppid, 0)
+		if err != nil {
+			return err
+		}
+		return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
+	return fmt.Errorf("unknown attack %q", how)
 }

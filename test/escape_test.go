@@ -1,0 +1,279 @@
+package test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+// Regression tests for the escapes of issue 16: processes that outlived their
+// call by killing or starving their launcher (A, B), host unix datagram sockets
+// reached with the network off (C). Each runs with the namespaces a root
+// server uses (pid namespace, private root) and without them, as an
+// unprivileged user's server runs (AUTOBOX_NO_NAMESPACES=1).
+
+// serverMode is one way of running the server for these tests.
+type serverMode struct {
+	name string
+	env  []string
+	ns   bool // launchers get a pid namespace and commands a private root
+}
+
+func serverModes(t *testing.T) []serverMode {
+	modes := []serverMode{{name: "no-namespaces", env: []string{jail.NoNamespacesEnv + "=1"}}}
+	if os.Geteuid() == 0 {
+		modes = append(modes, serverMode{name: "namespaces", ns: true})
+	}
+	return modes
+}
+
+// eachServerMode runs f with a server of every mode.
+func eachServerMode(t *testing.T, f func(t *testing.T, s *session, m serverMode)) {
+	requireSandbox(t)
+	for _, m := range serverModes(t) {
+		t.Run(m.name, func(t *testing.T) { f(t, startEnv(t, m.env), m) })
+	}
+}
+
+// processesNamed lists the live processes whose command line is exactly argv.
+func processesNamed(argv ...string) []int {
+	want := []byte(strings.Join(argv, "\x00") + "\x00")
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if b, err := os.ReadFile(filepath.Join(d, "cmdline")); err == nil && bytes.Equal(b, want) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// wantNoSurvivor fails if a process with command line argv is alive after the
+// call has returned (no grace: the call returns once its tree is gone), and
+// kills it so that it does not disturb other tests.
+func wantNoSurvivor(t *testing.T, what string, argv ...string) {
+	t.Helper()
+	for _, pid := range processesNamed(argv...) {
+		t.Errorf("%s: %q (pid %d) outlived its call", what, strings.Join(argv, " "), pid)
+		unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// TestEscapeKillLauncher (issue 16 A): a command that kills, stops or signals
+// its launcher by pidfd, after leaving a daemon that called setsid and was
+// orphaned to init, leaves nothing behind, and the call ends as the command
+// does. The exact reproducer of the issue, then variants.
+func TestEscapeKillLauncher(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		mounts := []map[string]any{toolsMount()}
+		for i, attack := range []string{"kill -9 $PPID", "kill -STOP $PPID", "/mnt/tools/probe attack-pid pidfd $PPID", "/mnt/tools/probe attack-pid kill9 $PPID"} {
+			marker := strconv.Itoa(70300 + i)
+			script := fmt.Sprintf(`setsid bash -c "(sleep %s &) ; sleep 0.1"; sleep 0.2; %s; echo after $?; sleep 1`, marker, attack)
+			o, isErr := s.exec(map[string]any{"command": bash(script), "timeoutMs": 5000, "mounts": mounts})
+			// The launcher outlives the attack and reports: the command goes on
+			// after the refused signal and exits 0.
+			if isErr || o.Killed || o.code() != 0 || !strings.Contains(o.Stdout, "after 1") {
+				t.Errorf("%s: %+v (tool error %v)", attack, o, isErr)
+			}
+			wantNoSurvivor(t, attack, "sleep", marker)
+		}
+		// Positive control: signals within the sandbox work.
+		o, _ := s.exec(map[string]any{"command": bash(`sleep 30 & kill -9 $!; wait $!; echo $?`)})
+		if o.Stdout != "137\n" {
+			t.Errorf("kill of the command's own child: %+v", o)
+		}
+	})
+}
+
+// TestEscapeKillLauncherCLI is the issue's reproducer on the command line.
+func TestEscapeKillLauncherCLI(t *testing.T) {
+	requireSandbox(t)
+	for _, m := range serverModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			h := newCLIHome(t)
+			h.env = append(h.env, m.env...)
+			r := h.run("", "exec", "--timeout", "2s", "--", "bash", "-c", `setsid bash -c "(sleep 70310 &) ; sleep 0.1"; sleep 0.2; kill -9 $PPID; sleep 1`)
+			if r.code != 0 || strings.Contains(r.stderr, "launcher failed") {
+				t.Errorf("%s", r)
+			}
+			wantNoSurvivor(t, "cli", "sleep", "70310")
+		})
+	}
+}
+
+// TestEscapeOOM (issue 16 B): 60 children touching memory at once under a
+// small memoryMb, with a daemon set aside: whoever ends it (the RSS watchdog,
+// the kernel's OOM killer in the call's cgroup), the launcher survives to
+// report a memory kill, and nothing is left.
+func TestEscapeOOM(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		script := `setsid sleep 70320 & for i in $(seq 60); do /mnt/tools/probe hog 6 & done; wait`
+		o, isErr := s.exec(map[string]any{"command": bash(script), "memoryMb": 256, "timeoutMs": 10000, "mounts": []map[string]any{toolsMount()}})
+		if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
+			t.Errorf("want a memory kill, got %+v (tool error %v)", o, isErr)
+		}
+		wantNoSurvivor(t, "oom", "sleep", "70320")
+		// Positive control: the same just under the limit runs to its end.
+		o, isErr = s.exec(map[string]any{"command": bash(`for i in $(seq 4); do /mnt/tools/probe hog 6 >/dev/null & done; wait; echo done`), "memoryMb": 256, "timeoutMs": 15000, "mounts": []map[string]any{toolsMount()}})
+		if isErr || o.Stdout != "done\n" {
+			t.Errorf("under the limit: %+v", o)
+		}
+	})
+}
+
+// TestLauncherOOMScore: a running command has the highest OOM score, its
+// launcher the lowest where autobox may set it (CAP_SYS_RESOURCE), else the
+// server's own.
+func TestLauncherOOMScore(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	done := make(chan execOut)
+	go func() {
+		o, _ := s.exec(map[string]any{"command": []string{"sleep", "2"}})
+		done <- o
+	}()
+	var launcher, command int
+	for deadline := time.Now().Add(10 * time.Second); command == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, p := range descendants(s.cmd.Process.Pid) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			if string(cmdline) == "sleep\x002\x00" {
+				command = p
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+				f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+				launcher, _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	if command == 0 {
+		t.Fatal("the command did not start")
+	}
+	score := func(pid int) string {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid))
+		return strings.TrimSpace(string(b))
+	}
+	want := score(os.Getpid())
+	if hasCap(unix.CAP_SYS_RESOURCE) {
+		want = "-1000"
+	}
+	if l, c := score(launcher), score(command); l != want || c != "1000" {
+		t.Errorf("OOM score adjustment: launcher %q, command %q; want %q and 1000", l, c, want)
+	}
+	<-done
+}
+
+// hasCap reports whether this process holds capability c.
+func hasCap(c int) bool {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n&(1<<c) != 0
+		}
+	}
+	return false
+}
+
+// TestForkBomb (issue 16 defect 5): a fork bomb under the default limits ends
+// as a kill the result names, not as a launcher failure; a call made meanwhile
+// and one made after work, and nothing of the bomb is left.
+func TestForkBomb(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		var o execOut
+		var isErr bool
+		go func() {
+			defer wg.Done()
+			o, isErr = s.exec(map[string]any{"command": bash(`f(){ f|f& }; f; sleep 4`)})
+		}()
+		time.Sleep(300 * time.Millisecond)
+		if p, _ := s.exec(map[string]any{"command": []string{"echo", "meanwhile"}}); p.Stdout != "meanwhile\n" {
+			t.Errorf("a call during the bomb: %+v", p)
+		}
+		wg.Wait()
+		if !isErr || !o.Killed || strings.Contains(o.Stderr, "launcher") {
+			t.Errorf("fork bomb: want a kill with its reason, got %+v", o)
+		}
+		if p, _ := s.exec(map[string]any{"command": []string{"echo", "after"}}); p.Stdout != "after\n" {
+			t.Errorf("a call after the bomb: %+v", p)
+		}
+	})
+}
+
+// TestEscapeUnixDatagram (issue 16 C): with the network off no named unix
+// socket outside the call's mounts can be reached by any send, from any socket
+// the command can get. With namespaces the socket does not exist for the
+// command (its root holds its mounts only); without them, datagram socket
+// pairs, the only unix sockets that can be addressed, are refused.
+func TestEscapeUnixDatagram(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "log.sock")
+		ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		received := func() []string {
+			var got []string
+			buf, oob := make([]byte, 256), make([]byte, 256)
+			for {
+				ln.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				n, oobn, _, _, err := ln.ReadMsgUnix(buf, oob)
+				if err != nil {
+					return got
+				}
+				msg := string(buf[:n])
+				if oobn > 0 {
+					msg += " +fd"
+					if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+						for _, cm := range msgs {
+							fds, _ := unix.ParseUnixRights(&cm)
+							for _, fd := range fds {
+								unix.Close(fd)
+							}
+						}
+					}
+				}
+				got = append(got, msg)
+			}
+		}
+		ways := []string{"sendto", "sendmsg", "sendmsg-fd", "sendmmsg", "connect"}
+		for _, how := range ways {
+			wantDenied(t, "datagram "+how+" to a host socket", s.probe(nil, nil, "unixgram", how, path))
+		}
+		for _, typ := range []string{"stream", "seqpacket"} {
+			s.probe(nil, nil, "unixpair", typ, path) // refused or sent to its peer
+		}
+		if got := received(); len(got) > 0 {
+			t.Errorf("the host socket received %q", got)
+		}
+		// Positive controls: where the socket is allowed to be reached (its
+		// directory mounted, in the private root; the network allowed, without
+		// one), every way delivers, the descriptor too.
+		mounts, extra := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/sock"}}, map[string]any(nil)
+		target := "/mnt/sock/log.sock"
+		if !m.ns {
+			mounts, extra, target = nil, map[string]any{"allowNetwork": true}, path
+		}
+		for _, how := range ways {
+			wantAllowed(t, "datagram "+how+" allowed", s.probe(mounts, extra, "unixgram", how, target))
+		}
+		got := received()
+		if len(got) != len(ways) || !strings.Contains(strings.Join(got, "|"), "probe sendmsg-fd +fd") {
+			t.Errorf("the allowed sends delivered %q", got)
+		}
+	})
+}
