@@ -57,6 +57,43 @@ func platformChecks(r *DoctorReport) {
 		r.add("no_new_privs", statusMissing, "PR_SET_NO_NEW_PRIVS is not available", "exec_command is refused")
 	}
 	r.add("user namespaces", statusInfo, userNamespaces(), "")
+	isolationChecks(r, jail.Isolations())
+}
+
+// isolationChecks reports what the launchers add where this process may: the
+// namespaces, the memory cgroup, the OOM scores.
+func isolationChecks(r *DoctorReport, iso jail.Isolation) {
+	none := "none (needs root)"
+	if iso.NamespacesOff {
+		none = "off (" + jail.NoNamespacesEnv + "=1)"
+	}
+	switch {
+	case iso.PidNamespace:
+		r.add("pid namespace", statusOK, "each command runs in a pid namespace of its own, its launcher the init",
+			"no process of a command outlives its launcher, and a command cannot signal anything outside")
+	case iso.MemoryCgroups:
+		r.add("pid namespace", statusInfo, none, "a launcher that dies has every process of its cgroup killed")
+	default:
+		r.add("pid namespace", statusInfo, none+", and no cgroups",
+			"if a launcher is killed from outside, a daemon that left its session may outlive it")
+	}
+	if iso.PrivateRoot {
+		r.add("private root", statusOK, "each command's / holds only its allowed paths", "nothing else exists for it: no host file to stat, no host socket to reach")
+	} else {
+		r.add("private root", statusInfo, none,
+			"a command can stat, list the attributes of and watch paths outside its mounts, and chmod its user's files; datagram unix socket pairs are refused")
+	}
+	if iso.MemoryCgroups {
+		r.add("memory cgroup", statusOK, "a hard kernel limit per command", "")
+	} else {
+		r.add("memory cgroup", statusInfo, "none (needs root or a delegated cgroup)", "memoryMb is enforced by the RSS watchdog alone")
+	}
+	if iso.OOMPinned {
+		r.add("oom score", statusOK, "commands 1000 (pinned), launchers -1000", "the OOM killer takes a command's processes, never its launcher")
+	} else {
+		r.add("oom score", statusInfo, "commands start at 1000, launchers keep theirs (no CAP_SYS_RESOURCE)",
+			"a command that lowers its processes' scores may have the OOM killer take its launcher; the call then ends as a memory kill")
+	}
 }
 
 func landlockAllows(abi int) string {

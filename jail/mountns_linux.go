@@ -69,11 +69,44 @@ var namespacesOff = os.Getenv(NoNamespacesEnv) == "1"
 func wantPrivateRoot() bool { return !namespacesOff && hasCapSysAdmin() }
 
 // hasCapSysAdmin reports whether the calling thread holds CAP_SYS_ADMIN.
-func hasCapSysAdmin() bool {
+func hasCapSysAdmin() bool { return hasCap(unix.CAP_SYS_ADMIN) }
+
+// hasCap reports whether the calling thread holds capability c.
+func hasCap(c int) bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if unix.Capget(&hdr, &data[0]) != nil {
 		return false
 	}
-	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
+	return data[c/32].Effective&(1<<(c%32)) != 0
+}
+
+// Isolation is what this process's launchers add to Landlock and seccomp, as
+// `autobox doctor` reports it.
+type Isolation struct {
+	// PidNamespace: each launcher is the init of a pid namespace of its own.
+	PidNamespace bool
+	// PrivateRoot: each command's root holds only its policy's paths (unless
+	// building it fails on this host, when the mounts are made read-only).
+	PrivateRoot bool
+	// MemoryCgroups: each command has a memory cgroup with a hard limit, which
+	// is also how a dead launcher's processes are found without a namespace.
+	MemoryCgroups bool
+	// OOMPinned: the command's OOM score is pinned at the maximum and the
+	// launcher's at the minimum (CAP_SYS_RESOURCE); else the command only
+	// starts at the maximum and may lower its score to the launcher's.
+	OOMPinned bool
+	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
+	NamespacesOff bool
+}
+
+// Isolations reports what launchers started by this process get.
+func Isolations() Isolation {
+	return Isolation{
+		PidNamespace:  usePidNamespace(),
+		PrivateRoot:   wantPrivateRoot(),
+		MemoryCgroups: probeCgroups() != nil,
+		OOMPinned:     hasCap(unix.CAP_SYS_RESOURCE),
+		NamespacesOff: namespacesOff,
+	}
 }
