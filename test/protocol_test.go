@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +203,12 @@ func TestProtocolHugeLine(t *testing.T) {
 
 func TestProtocolStdinClosedMidCall(t *testing.T) {
 	r := startRaw(t)
+	rw := t.TempDir()
+	late := filepath.Join(rw, "late")
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","29.123"],"timeoutMs":30000}}}`)
+	// A command that would write a file a second after stdin closes: cancelled at
+	// once, it never does (a grace for calls in flight would let it).
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","sleep 1.5; touch /mnt/rw/late"],"timeoutMs":30000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
 	time.Sleep(500 * time.Millisecond)
 	if len(findProcs("sleep 29.123")) == 0 {
@@ -212,7 +219,7 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	// The calls in flight are cancelled at once, not left to run out a grace: each
 	// is answered as cancelled, so neither the command nor the JS loop ran on.
 	got := map[float64]map[string]any{}
-	for len(got) < 2 {
+	for len(got) < 3 {
 		m := r.reply(-1)
 		got[m["id"].(float64)] = m
 	}
@@ -228,6 +235,10 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	waitGone(t, pids)
 	if pids := findProcs("sleep 29.123"); len(pids) > 0 {
 		t.Errorf("command outlived the server: %v", pids)
+	}
+	time.Sleep(2 * time.Second) // past when the command would have written
+	if _, err := os.Stat(late); err == nil {
+		t.Errorf("a call in flight ran on after stdin closed: it wrote %s", late)
 	}
 }
 
