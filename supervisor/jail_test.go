@@ -98,6 +98,14 @@ func TestWorkerEveryThreadRestricted(t *testing.T) {
 			}
 		}
 	}
+	// The server keeps no thread in the workers' domain (each was forked from a
+	// thread of its own that exited), where a worker could signal it.
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, f := range tasks {
+		if b, err := os.ReadFile(f); err == nil && !strings.Contains(string(b), "Seccomp:\t0") {
+			t.Errorf("a thread of the server is restricted: %s\n%s", f, b)
+		}
+	}
 	// The positive control: an unjailed worker's threads carry no filter.
 	u := newTestServer(t, false)
 	for _, pid := range workerPids(t, u) {

@@ -87,13 +87,19 @@ func (w *jsWorker) kill() {
 	w.fromW.Close()
 }
 
-// pool keeps `size` workers warm. Workers are started from one goroutine locked to
-// its OS thread: Linux sends Pdeathsig when the *thread* that forked a child exits,
-// so that thread must live as long as the server.
+// pool keeps `size` workers warm. Each worker is forked from a thread of its own
+// that restricts itself first (prepare) and exits once the worker runs: no thread of
+// the server stays in a worker's Landlock domain, where the worker (should V8 fall to
+// the code it runs) could signal it, and with it the whole server. A worker therefore
+// cannot have a parent-death signal (it would fire when that thread exits): it
+// watches the life pipe instead, whose write end only the server holds, and exits at
+// its end of file, which comes when the server exits, however it exits.
 type pool struct {
 	argv    []string     // command line of a worker (exe first)
-	prepare func() error // run once on the spawner thread before the first spawn (may be nil)
-	devnull *os.File     // stdin/stdout of workers, opened before the spawner thread is restricted
+	prepare func() error // run on each worker's own thread before the fork (may be nil)
+	devnull *os.File     // stdin/stdout of workers, opened before a spawning thread is restricted
+	life    *os.File     // read end of the life pipe, fd 5 of every worker
+	lifeW   *os.File     // its write end, held until close
 	size    int
 	log     *slog.Logger
 	// throughput tunes workers for batch runs (Options.Throughput).
@@ -108,7 +114,6 @@ type pool struct {
 	calls                   *pace.Calls  // spaced-out calls get their replacement after the answer
 	delayed                 atomic.Int32 // replacements waiting for pace.AfterCall
 	ready                   chan *jsWorker
-	spawnRq                 chan chan spawnResult
 	stop                    chan struct{}
 	wg                      sync.WaitGroup
 
@@ -131,59 +136,68 @@ func newPool(argv []string, prepare func() error, size int, throughput bool, log
 	if err != nil {
 		return nil, err
 	}
-	p := &pool{
-		argv: argv, prepare: prepare, devnull: devnull, size: size, throughput: throughput, log: log,
-		calls:   pace.NewCalls(),
-		ready:   make(chan *jsWorker, max(size, 1)),
-		spawnRq: make(chan chan spawnResult),
-		stop:    make(chan struct{}),
-		live:    map[*jsWorker]bool{},
-	}
-	ready := make(chan error, 1)
-	p.wg.Add(1)
-	go p.spawner(ready)
-	if err := <-ready; err != nil {
-		p.wg.Wait()
+	life, lifeW, err := os.Pipe()
+	if err != nil {
 		devnull.Close()
-		return nil, fmt.Errorf("preparing the JS worker spawner: %w", err)
+		return nil, err
+	}
+	p := &pool{
+		argv: argv, prepare: prepare, devnull: devnull, life: life, lifeW: lifeW, size: size, throughput: throughput, log: log,
+		calls: pace.NewCalls(),
+		ready: make(chan *jsWorker, max(size, 1)),
+		stop:  make(chan struct{}),
+		live:  map[*jsWorker]bool{},
+	}
+	// Once now, so that a host where the restriction fails says so at start-up.
+	if _, err := p.onOwnThread(func() (*jsWorker, error) { return nil, nil }); err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("preparing the JS worker jail: %w", err)
 	}
 	p.refill()
 	return p, nil
 }
 
-// spawner owns the thread that forks workers. The thread is restricted once by
-// prepare (see workerLaunch) and never unlocked, so it lives as long as the server and
-// no other goroutine ever runs on it.
-func (p *pool) spawner(ready chan<- error) {
-	defer p.wg.Done()
-	runtime.LockOSThread()
-	if p.prepare != nil {
-		if err := p.prepare(); err != nil {
-			ready <- err
-			return // the goroutine exits locked, so the runtime retires the thread
-		}
-	}
-	ready <- nil
-	for {
-		select {
-		case <-p.stop:
+// onOwnThread runs prepare and then f on a thread of their own, which is retired
+// when they return (the goroutine exits locked).
+func (p *pool) onOwnThread(f func() (*jsWorker, error)) (*jsWorker, error) {
+	rq := make(chan spawnResult, 1)
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // never unlocked: the restricted thread dies with this goroutine
+		if onMainThread() {
+			// The main thread: Go parks it when its locked goroutine exits
+			// instead of ending it, so a restriction would stay in the
+			// server. Leave it as it was and try another thread.
+			runtime.UnlockOSThread()
+			go run()
 			return
-		case rq := <-p.spawnRq:
-			w, err := p.start()
-			rq <- spawnResult{w, err}
 		}
+		if p.prepare != nil {
+			if err := p.prepare(); err != nil {
+				rq <- spawnResult{nil, err}
+				return
+			}
+		}
+		w, err := f()
+		rq <- spawnResult{w, err}
 	}
+	go run()
+	r := <-rq
+	return r.w, r.err
 }
 
 func (p *pool) spawn() (*jsWorker, error) {
-	rq := make(chan spawnResult, 1)
-	select {
-	case p.spawnRq <- rq:
-	case <-p.stop:
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.wg.Add(1)
+	}
+	p.mu.Unlock()
+	if closed {
 		return nil, errors.New("server is shutting down")
 	}
-	r := <-rq
-	return r.w, r.err
+	defer p.wg.Done()
+	return p.onOwnThread(p.start)
 }
 
 func (p *pool) start() (*jsWorker, error) {
@@ -204,7 +218,7 @@ func (p *pool) start() (*jsWorker, error) {
 		cmd.Env = append(slices.Clip(workerEnv), workerTimerSlack)
 	}
 	cmd.Stdin, cmd.Stdout = p.devnull, p.devnull // no opens on the restricted thread
-	cmd.ExtraFiles = []*os.File{toWr, fromWw}
+	cmd.ExtraFiles = []*os.File{toWr, fromWw, p.life}
 	cmd.Stderr = w.stderr
 	cmd.SysProcAttr = workerSysProcAttr()
 	w.cmd = cmd
@@ -367,7 +381,13 @@ func (p *pool) close() {
 		w.kill()
 	}
 	p.wg.Wait()
+	p.closeFiles()
+}
+
+func (p *pool) closeFiles() {
 	p.devnull.Close()
+	p.life.Close()
+	p.lifeW.Close()
 }
 
 // describeExit says why a worker stopped talking.

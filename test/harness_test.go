@@ -69,6 +69,7 @@ type session struct {
 	cs     *mcp.ClientSession
 	cmd    *exec.Cmd
 	state  string // AUTOBOX_STATE_DIR of this server
+	tmp    string // its TMPDIR
 	stderr *syncBuffer
 }
 
@@ -142,7 +143,7 @@ func startEnv(t *testing.T, env []string, args ...string) *session {
 	if err != nil {
 		t.Fatalf("connecting to autobox: %v\nstderr:\n%s", err, stderr)
 	}
-	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state"), stderr: stderr}
+	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state"), stderr: stderr, tmp: tmp}
 	t.Cleanup(func() {
 		pid := cmd.Process.Pid
 		kids := descendants(pid)

@@ -1,14 +1,18 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type jsOut struct {
@@ -267,5 +271,40 @@ func TestJSWorkerKilled(t *testing.T) {
 	}
 	if o := s.mustJS(map[string]any{"code": "1 + 1"}); string(o.Result) != "2" {
 		t.Errorf("after a killed worker: %s", o.Result)
+	}
+}
+
+// TestServerKilledTakesWorkers: the workers of a server killed with SIGKILL end too,
+// the one running a JS loop included: they watch the server's life pipe (they have
+// no parent-death signal, see pool), and launchers waiting in the pool see their
+// control socket close.
+func TestServerKilledTakesWorkers(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	s.mustJS(map[string]any{"code": "0"})
+	s.exec(map[string]any{"command": []string{"true"}})                                                                                                       // launchers in the pool too
+	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_js", Arguments: map[string]any{"code": "while (true) {}", "timeoutMs": 10000}}) // ends with the server
+	time.Sleep(500 * time.Millisecond)
+	kids := descendants(s.cmd.Process.Pid)
+	if len(kids) < 3 {
+		t.Fatalf("want workers and launchers below the server, got %v", kids)
+	}
+	s.cmd.Process.Kill()
+	waitGone(t, kids)
+	// What it could not remove (its scratch dirs; cgroups, checked by the harness)
+	// the next autobox process with the same TMPDIR does.
+	left, _ := filepath.Glob(filepath.Join(s.tmp, "autobox-scratch-*"))
+	if len(left) == 0 {
+		t.Fatal("the killed server left no scratch dir: nothing to check the sweep with")
+	}
+	next := exec.Command(bin, "doctor")
+	next.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + s.tmp, "AUTOBOX_STATE_DIR=" + t.TempDir()}
+	if out, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, d := range left {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s of the killed server is still there", d)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/autobox-dev/autobox/worker/proto"
 )
@@ -27,6 +28,7 @@ const (
 // Main is the body of `autobox worker js`; it never returns. args are the words
 // after "worker js".
 func Main(args []string) {
+	watchLife()
 	stage := ""
 	if len(args) > 0 {
 		stage = args[0]
@@ -44,6 +46,25 @@ func Main(args []string) {
 		done <- serve()
 	}()
 	os.Exit(<-done)
+}
+
+// lifeFD is the read end of the supervisor's life pipe, whose write end only the
+// supervisor holds: its end of file means the supervisor is gone.
+const lifeFD = 5
+
+// watchLife ends the worker when the supervisor is gone, whatever the worker is
+// doing (a JS loop runs on another thread): the worker has no parent-death signal.
+func watchLife() {
+	var st syscall.Stat_t
+	if syscall.Fstat(lifeFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return // started by hand, without the pipe
+	}
+	life := os.NewFile(lifeFD, "life")
+	go func() {
+		var b [1]byte
+		_, _ = life.Read(b[:])
+		os.Exit(0)
+	}()
 }
 
 // serve warms V8, answers one call and returns the exit code.
