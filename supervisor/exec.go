@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -40,6 +41,8 @@ type ExecOutput struct {
 	StderrTruncated bool    `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
 	Signal          string  `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
 	Unsandboxed     bool    `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
+	StdoutEncoding  string  `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	StderrEncoding  string  `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	Error           string  `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
 }
 
@@ -197,6 +200,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
+	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	if werr != nil && killedBy == "" {
 		return nil, werr
@@ -381,11 +385,33 @@ func (c *cappedPipe) finish() (string, bool) {
 		<-c.done
 	}
 	c.r.Close()
-	s := string(c.buf)
-	if c.truncated {
-		s += fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max)
+	if !c.truncated {
+		return string(c.buf), false
 	}
-	return s, c.truncated
+	// The cut may split a character; what is kept stays valid UTF-8 if it was.
+	return string(dropPartialRune(c.buf)) + fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max), true
+}
+
+// dropPartialRune drops an incomplete UTF-8 sequence at the end of b.
+func dropPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// textEncoding says how a command's output reaches the client: JSON strings are
+// UTF-8, so bytes that are not become U+FFFD on the way, and the result says so.
+func textEncoding(s string) string {
+	if utf8.ValidString(s) {
+		return ""
+	}
+	return "utf-8-lossy"
 }
 
 func (c *cappedPipe) abort() {
