@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -132,8 +133,11 @@ func withMounts(rules map[string][]rule) map[string][]rule {
 	return rules
 }
 
-// anyJSON is the schema of a value that may be any JSON value: every type, named.
-var anyJSON = &jsonschema.Schema{Types: []string{"null", "boolean", "number", "string", "array", "object"}}
+// anyJSON is the schema of a value that may be any JSON value: every type, named,
+// each in a branch of its own.
+var anyJSON = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+	{Type: "null"}, {Type: "boolean"}, {Type: "number"}, {Type: "string"}, {Type: "array"}, {Type: "object"},
+}}
 
 // toolSchemas infers and finishes a tool's input and output schemas. It panics on a
 // schema that breaks the rules above: that is a programming error, which every test
@@ -149,6 +153,7 @@ func toolSchemas[In, Out any](tool string) (in, out *jsonschema.Schema) {
 		panic(fmt.Sprintf("output schema of %s: %v", tool, err))
 	}
 	oneType(in)
+	nullable(out)
 	for path, rules := range inputRules[tool] {
 		p := property(in, path)
 		if p == nil {
@@ -174,6 +179,29 @@ func oneType(s *jsonschema.Schema) {
 	}
 	if s.Items != nil {
 		oneType(s.Items)
+	}
+}
+
+// nullable spells the types of an output schema's properties as they are sent: a list
+// is always a list, an optional property is left out rather than null, and a value
+// that may be null says so with a branch per type ({"anyOf": [{"type": "null"},
+// {"type": "integer"}]}), which clients that map schemas onto a dialect of single
+// types take, where a list of types is refused.
+func nullable(s *jsonschema.Schema) {
+	for name, p := range s.Properties {
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			typ := p.Types[1]
+			p.Types = nil
+			if typ == "array" || typ == "object" || !slices.Contains(s.Required, name) {
+				p.Type = typ
+			} else {
+				p.AnyOf = []*jsonschema.Schema{{Type: "null"}, {Type: typ}}
+			}
+		}
+		nullable(p)
+	}
+	if s.Items != nil {
+		nullable(s.Items)
 	}
 }
 

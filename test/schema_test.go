@@ -109,46 +109,70 @@ func errorOf(res *mcp.CallToolResult) string {
 	return *o.Error
 }
 
+// eachSchema calls visit for every schema in a JSON Schema document: the document
+// itself and, below it, each value of a keyword that takes schemas, with its path and
+// that keyword ("" for the document).
+func eachSchema(schema any, path, keyword string, visit func(path, keyword string, schema any)) {
+	visit(path, keyword, schema)
+	v, ok := schema.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, kw := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"} {
+		m, _ := v[kw].(map[string]any)
+		for name, s := range m {
+			eachSchema(s, path+"/"+kw+"/"+name, kw, visit)
+		}
+	}
+	for _, kw := range []string{"items", "additionalItems", "contains", "propertyNames", "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties", "additionalProperties", "contentSchema"} {
+		s, ok := v[kw]
+		if list, isList := s.([]any); isList && kw == "items" {
+			for i, s := range list {
+				eachSchema(s, fmt.Sprintf("%s/items/%d", path, i), kw, visit)
+			}
+		} else if ok {
+			eachSchema(s, path+"/"+kw, kw, visit)
+		}
+	}
+	for _, kw := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+		list, _ := v[kw].([]any)
+		for i, s := range list {
+			eachSchema(s, fmt.Sprintf("%s/%s/%d", path, kw, i), kw, visit)
+		}
+	}
+}
+
 // booleanSchemas lists the places in a JSON Schema document that hold a boolean
 // schema (true or false where a schema goes). `additionalProperties: false`, the
 // usual way to close an object, is the one exception: every client takes it.
-func booleanSchemas(schema any, path string) []string {
+func booleanSchemas(schema any) []string {
 	var found []string
-	switch v := schema.(type) {
-	case bool:
-		return []string{path}
-	case map[string]any:
-		for _, kw := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"} {
-			m, _ := v[kw].(map[string]any)
-			for name, sub := range m {
-				found = append(found, booleanSchemas(sub, path+"/"+kw+"/"+name)...)
+	eachSchema(schema, "", "", func(path, keyword string, s any) {
+		if b, isBool := s.(bool); isBool && (keyword != "additionalProperties" || b) {
+			found = append(found, path)
+		}
+	})
+	return found
+}
+
+// typeLists lists the places in a JSON Schema document whose type is a list of types,
+// which clients that map schemas onto a dialect of single types (the Inspector's
+// --strict warns of them) refuse; a branch per type (anyOf) says the same.
+func typeLists(schema any) []string {
+	var found []string
+	eachSchema(schema, "", "", func(path, _ string, s any) {
+		if m, ok := s.(map[string]any); ok {
+			if _, isList := m["type"].([]any); isList {
+				found = append(found, path)
 			}
 		}
-		for _, kw := range []string{"items", "additionalItems", "contains", "propertyNames", "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties", "additionalProperties", "contentSchema"} {
-			sub, ok := v[kw]
-			if !ok || (kw == "additionalProperties" && sub == false) {
-				continue
-			}
-			if list, isList := sub.([]any); isList && kw == "items" {
-				for i, s := range list {
-					found = append(found, booleanSchemas(s, fmt.Sprintf("%s/items/%d", path, i))...)
-				}
-				continue
-			}
-			found = append(found, booleanSchemas(sub, path+"/"+kw)...)
-		}
-		for _, kw := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
-			list, _ := v[kw].([]any)
-			for i, s := range list {
-				found = append(found, booleanSchemas(s, fmt.Sprintf("%s/%s/%d", path, kw, i))...)
-			}
-		}
-	}
+	})
 	return found
 }
 
 // TestToolSchemas checks the tools/list the server sends: no boolean schemas (the
-// TypeScript SDK's client refuses the whole list over one), objects at the top, and
+// TypeScript SDK's client refuses the whole list over one), no lists of types, objects
+// at the top, and
 // input schemas a form can be built from: every property described and typed, every
 // object closed, integers bounded, defaults stated and valid, enums for choices.
 func TestToolSchemas(t *testing.T) {
@@ -167,8 +191,11 @@ func TestToolSchemas(t *testing.T) {
 			if schema["type"] != "object" {
 				t.Errorf("%s %s: type %v at the top, want object", name, which, schema["type"])
 			}
-			if found := booleanSchemas(schema, ""); len(found) > 0 {
+			if found := booleanSchemas(schema); len(found) > 0 {
 				t.Errorf("%s %s: boolean schemas at %v", name, which, found)
+			}
+			if found := typeLists(schema); len(found) > 0 {
+				t.Errorf("%s %s: lists of types at %v", name, which, found)
 			}
 		}
 		in, _ := tool["inputSchema"].(map[string]any)
