@@ -1,3 +1,5 @@
+//go:build linux
+
 package test
 
 import (
@@ -106,18 +108,6 @@ func nodeEnv(t *testing.T, node string) (env []string, home string) {
 	return env, home
 }
 
-// noServerLeft fails the test if a process of the binary under test (a server, a
-// worker, a launcher) is still alive a few seconds after a client ended.
-func noServerLeft(t *testing.T) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(findProcs(bin)) > 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Errorf("processes of autobox outlived their client: %v", findProcs(bin))
-			return
-		}
-	}
-}
-
 // sdkCases are the cases clients/sdk.mjs must report: one per result shape.
 var sdkCases = []string{
 	"initialize", "ping", "tools/list",
@@ -159,7 +149,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	defer noServerLeft(t)
+	defer noLeftovers(t)
 	if err != nil {
 		t.Errorf("node sdk.mjs: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -241,7 +231,7 @@ func inspector(t *testing.T, node string, env []string, args ...string) (map[str
 func TestInspectorCLI(t *testing.T) {
 	node := nodeClients(t)
 	env, home := nodeEnv(t, node)
-	defer noServerLeft(t)
+	defer noLeftovers(t)
 	list, code := inspector(t, node, env, "--method", "tools/list", "--strict")
 	if code != 0 {
 		t.Fatalf("tools/list --strict: exit %d: %v", code, list)
