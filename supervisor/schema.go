@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // The tools' schemas are inferred from their input and output types (the `jsonschema`
@@ -76,9 +77,9 @@ func byDefault(v any) rule {
 	}
 }
 
-// oneOf lists the values a string parameter takes; the first is the default, unless
-// required.
-func oneOf(required bool, values ...string) rule {
+// choices lists the values a string parameter takes (enum); the first is the
+// default, unless the parameter is required.
+func choices(required bool, values ...string) rule {
 	return func(s *jsonschema.Schema) {
 		for _, v := range values {
 			s.Enum = append(s.Enum, v)
@@ -120,8 +121,8 @@ var inputRules = map[string]map[string][]rule{
 		"allowNetwork": {byDefault(false)},
 	}),
 	"copy_then_sync": {
-		"action":   {oneOf(true, "create", "status", "sync", "discard")},
-		"copyMode": {oneOf(false, "clone", "auto")},
+		"action":   {choices(true, "create", "status", "sync", "discard")},
+		"copyMode": {choices(false, store.CopyModeClone, store.CopyModeAuto)},
 		"excludes": {byDefault([]string{})},
 	},
 }
@@ -129,7 +130,7 @@ var inputRules = map[string]map[string][]rule{
 // withMounts adds the rules of the mounts parameter, which both runners take.
 func withMounts(rules map[string][]rule) map[string][]rule {
 	rules["mounts"] = []rule{byDefault([]any{}), items(0, policy.MaxMounts)}
-	rules["mounts/items/mode"] = []rule{oneOf(false, "ro", "rw")}
+	rules["mounts/items/mode"] = []rule{choices(false, "ro", "rw")}
 	return rules
 }
 
