@@ -6,7 +6,7 @@ BIN     := bin/autobox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
 
-.PHONY: build test bench lint run clean
+.PHONY: build test clients bench lint run clean
 
 # The binary is linked statically: each execute_js call starts a fresh worker
 # process, and a static binary starts ~15% cheaper (no dynamic loader, no relocation
@@ -26,8 +26,24 @@ run: build
 
 # The end-to-end tests in ./test run the binary `make build` made (AUTOBOX_TEST_BIN);
 # `go test ./test` alone builds one of its own.
-test: build
+test: build clients
 	AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m ./...
+
+# The real MCP clients of the conformance tests (test/clients_test.go), pinned in
+# test/clients/package-lock.json, are installed with npm ci when they are missing or
+# older than the lock. Without npm (or the registry) those tests skip and say why
+# (under CI=1 they fail).
+CLIENTS := test/clients
+clients:
+	@if [ ! -f $(CLIENTS)/node_modules/.package-lock.json ] || [ $(CLIENTS)/package-lock.json -nt $(CLIENTS)/node_modules/.package-lock.json ]; then \
+		if command -v npm >/dev/null; then \
+			echo "npm ci in $(CLIENTS)"; \
+			(cd $(CLIENTS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || \
+				echo "npm ci failed: the TypeScript SDK and Inspector client tests will skip"; \
+		else \
+			echo "npm not found: the TypeScript SDK and Inspector client tests will skip"; \
+		fi; \
+	fi
 
 bench: build
 	$(GO) run ./test/bench -bin $(BIN) -out bench/results.json

@@ -324,7 +324,7 @@ func (r *batchRun) dispatchTool(tool string, args json.RawMessage) (any, bool, e
 		})
 	case "copy_then_sync":
 		var in supervisor.WorkspaceInput
-		if err := supervisor.DecodeArgs(args, &in); err != nil {
+		if err := supervisor.DecodeArgs(tool, args, &in); err != nil {
 			return nil, false, fmt.Errorf("%s: %w", tool, err)
 		}
 		return r.s.Workspace(r.ctx, &in)
@@ -338,7 +338,7 @@ func (r *batchRun) dispatchTool(tool string, args json.RawMessage) (any, bool, e
 // result counts as passed.
 func callTool[I, O any](ctx context.Context, tool string, args json.RawMessage, call func(context.Context, *I) (O, error), passed func(O) bool) (any, bool, error) {
 	var in I
-	if err := supervisor.DecodeArgs(args, &in); err != nil {
+	if err := supervisor.DecodeArgs(tool, args, &in); err != nil {
 		return nil, false, fmt.Errorf("%s: %w", tool, err)
 	}
 	out, err := call(ctx, &in)

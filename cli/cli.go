@@ -112,9 +112,10 @@ func (e *env) errorCode(err error) int {
 	return ExitRefused
 }
 
-// fail reports an error of a call and returns its exit status.
+// fail reports an error of a call, in the command line's words (see words), and
+// returns its exit status.
 func (e *env) fail(cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "autobox %s: %v\n", cmd, err)
+	fmt.Fprintf(e.stderr, "autobox %s: %s\n", cmd, wordsOf(cmd).say(err.Error()))
 	return e.errorCode(err)
 }
 
@@ -142,7 +143,7 @@ func (e *env) parse(fs *flag.FlagSet, cmd, help string, args []string) (pos []st
 				e.printHelp(fs, help)
 				return nil, true, ExitOK
 			}
-			return nil, true, e.usage(cmd, "%v", err)
+			return nil, true, e.usage(cmd, "%s", flagError(err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -168,9 +169,7 @@ func given(fs *flag.FlagSet, name string) bool {
 func (e *env) printHelp(fs *flag.FlagSet, help string) {
 	fmt.Fprint(e.stdout, help)
 	fmt.Fprintln(e.stdout, "\nFlags:")
-	fs.SetOutput(e.stdout)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	e.stdout.Write(printFlags(fs))
 }
 
 // opt is a numeric flag that remembers whether it was given, so an absent flag leaves

@@ -45,7 +45,7 @@ func (e *env) exec(args []string) int {
 			e.printHelp(fs, execHelp)
 			return ExitOK
 		}
-		return e.usage("exec", "%v", err)
+		return e.usage("exec", "%s", flagError(err))
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {

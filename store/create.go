@@ -92,6 +92,10 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 		return nil, nil, invalidf("hostPath %q must be an absolute path", req.HostPath)
 	}
 	src, err := filepath.EvalSymlinks(req.HostPath)
+	if errors.Is(err, os.ErrNotExist) {
+		// EvalSymlinks names the first missing component (lstat /does), not the path.
+		return nil, nil, &detailError{kind: ErrInvalid, msg: fmt.Sprintf("hostPath %q does not exist", req.HostPath), cause: err}
+	}
 	if err != nil {
 		return nil, nil, &detailError{kind: ErrInvalid, msg: fmt.Sprintf("hostPath %q: %v", req.HostPath, err), cause: err}
 	}

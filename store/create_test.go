@@ -152,7 +152,7 @@ func TestCreateWithoutCopyOnWrite(t *testing.T) {
 
 func TestCreateAcrossFilesystems(t *testing.T) {
 	if xfsDir == "" || tmpfsDir == "" {
-		t.Skip("needs XFS and tmpfs: " + strings.Join([]string{xfsWhy, tmpfsWhy}, "; "))
+		t.Skip("needs XFS and tmpfs: " + xfstest.Reasons(xfsWhy, tmpfsWhy))
 	}
 	e := newEnvOn(t, tmpfsDir, CopyModeClone)
 	fillSource(t, e.src)
@@ -181,7 +181,7 @@ func TestCreateValidation(t *testing.T) {
 		want string
 	}{
 		{"relative hostPath", CreateRequest{HostPath: "src", SandboxPath: "/mnt/p"}, "absolute"},
-		{"missing hostPath", CreateRequest{HostPath: e.src + "-missing", SandboxPath: "/mnt/p"}, "no such file"},
+		{"missing hostPath", CreateRequest{HostPath: e.src + "-missing", SandboxPath: "/mnt/p"}, "-missing\" does not exist"},
 		{"hostPath is a file", CreateRequest{HostPath: filepath.Join(e.src, "file.txt"), SandboxPath: "/mnt/p"}, "not a directory"},
 		{"sandboxPath root", CreateRequest{HostPath: e.src, SandboxPath: "/mnt/.."}, "cannot be /"},
 		{"relative sandboxPath", CreateRequest{HostPath: e.src, SandboxPath: "mnt/p"}, "absolute"},

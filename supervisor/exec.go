@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -18,27 +19,31 @@ const (
 	maxArgBytes = 1 << 20
 )
 
-// ExecInput is the exec_command argument object.
+// ExecInput is the exec_command argument object. The tags are the descriptions in
+// the tool's input schema, which toolSchemas completes with defaults and bounds.
 type ExecInput struct {
-	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths are rewritten to host paths"`
-	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 1500, max 30000); the whole process tree is killed"`
-	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB (default 256, 16-2048)"`
-	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow network access (default false: only AF_UNIX sockets)"`
+	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths (/mnt/...) in arguments, --flag= values and bash -c text are rewritten to host paths"`
+	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
+	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
+	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow network access; without it no socket can be created"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 }
 
 // ExecOutput is the exec_command result.
 type ExecOutput struct {
-	Stdout          string  `json:"stdout"`
-	Stderr          string  `json:"stderr"`
-	ExitCode        *int    `json:"exitCode"`
-	Killed          bool    `json:"killed"`
-	DurationMs      float64 `json:"durationMs"`
-	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
-	StderrTruncated bool    `json:"stderrTruncated,omitempty"`
-	Signal          string  `json:"signal,omitempty"`
-	Unsandboxed     bool    `json:"unsandboxed,omitempty"`
+	Stdout          string  `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
+	Stderr          string  `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
+	ExitCode        *int    `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error)"`
+	Killed          bool    `json:"killed" jsonschema:"the tree was killed: timeout, memory limit or cancellation (the reason starts stderr)"`
+	DurationMs      float64 `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
+	StdoutTruncated bool    `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
+	StderrTruncated bool    `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
+	Signal          string  `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
+	Unsandboxed     bool    `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
+	StdoutEncoding  string  `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	StderrEncoding  string  `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	Error           string  `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
 }
 
 // execCall is a validated exec_command call.
@@ -74,11 +79,11 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, fmt.Errorf("%w: command is %d bytes, at most %d allowed", policy.ErrInvalid, total, maxArgBytes)
 	}
 	var err error
-	if c.timeoutMs, err = intArg("timeoutMs", in.TimeoutMs, policy.ExecDefaultTimeoutMs, 1, policy.ExecMaxTimeoutMs); err != nil {
+	if c.timeoutMs, err = bounded(execTimeoutMs, in.TimeoutMs); err != nil {
 		return nil, err
 	}
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
-	if c.memoryMb, err = intArg("memoryMb", in.MemoryMb, policy.ExecDefaultMemoryMb, policy.ExecMinMemoryMb, policy.ExecMaxMemoryMb); err != nil {
+	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
 		return nil, err
 	}
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
@@ -195,6 +200,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
+	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	// A launcher that died among OOM kills in the call's cgroup was one of
 	// them (a command may lower its processes' OOM scores to the launcher's
@@ -212,6 +218,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		code := res.ExitCode
 		out.ExitCode = &code
 	} else {
+		out.Error = res.SpawnError
 		out.Stderr = res.SpawnError + "\n" + out.Stderr
 	}
 	switch {
@@ -401,11 +408,33 @@ func (c *cappedPipe) finish() (string, bool) {
 		<-c.done
 	}
 	c.r.Close()
-	s := string(c.buf)
-	if c.truncated {
-		s += fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max)
+	if !c.truncated {
+		return string(c.buf), false
 	}
-	return s, c.truncated
+	// The cut may split a character; what is kept stays valid UTF-8 if it was.
+	return string(dropPartialRune(c.buf)) + fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max), true
+}
+
+// dropPartialRune drops an incomplete UTF-8 sequence at the end of b.
+func dropPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// textEncoding says how a command's output reaches the client: JSON strings are
+// UTF-8, so bytes that are not become U+FFFD on the way, and the result says so.
+func textEncoding(s string) string {
+	if utf8.ValidString(s) {
+		return ""
+	}
+	return "utf-8-lossy"
 }
 
 func (c *cappedPipe) abort() {
@@ -421,4 +450,11 @@ func (s *Server) execTool(ctx context.Context, in *ExecInput) (*ExecOutput, bool
 		return nil, false, err
 	}
 	return out, out.ExitCode == nil || out.Killed, nil
+}
+
+// execFailed is the result of an exec_command call that was refused: the command did
+// not run, so exitCode is null, and the reason is both error and stderr (where a
+// client that shows only the output finds it).
+func execFailed(err error) *ExecOutput {
+	return &ExecOutput{Stderr: err.Error(), Error: err.Error()}
 }

@@ -19,26 +19,27 @@ const MaxCodeBytes = 1 << 20
 // supervisor kills it.
 const killGrace = 500 * time.Millisecond
 
-// JSInput is the execute_js argument object.
+// JSInput is the execute_js argument object. The tags are the descriptions in the
+// tool's input schema, which toolSchemas completes with defaults and bounds.
 type JSInput struct {
-	Code          string             `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok) or statements with return; await is allowed"`
-	TimeoutMs     *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms (default 800, max 10000)"`
-	MemoryMb      *int               `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB (default 32, 8-512)"`
+	Code          string             `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok), statements whose last expression is the value, or statements with return; await is allowed; at most 1 MB"`
+	TimeoutMs     *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms"`
+	MemoryMb      *int               `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB"`
 	AllowNetwork  bool               `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s)"`
 	Mounts        []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId} for host.readFile/writeFile/listDir"`
-	MaxReadBytes  *int64             `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge (default 1000000, max 50000000)"`
-	MaxWriteBytes *int64             `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge (default 1000000, max 50000000)"`
+	MaxReadBytes  *int64             `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge"`
+	MaxWriteBytes *int64             `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge"`
 }
 
 // JSOutput is the execute_js result.
 type JSOutput struct {
-	OK         bool     `json:"ok"`
-	Result     any      `json:"result"`
-	Error      *string  `json:"error"`
-	Logs       []string `json:"logs"`
-	DurationMs float64  `json:"durationMs"`
-	ReadBytes  int64    `json:"readBytes"`
-	WriteBytes int64    `json:"writeBytes"`
+	OK         bool     `json:"ok" jsonschema:"the code ran to the end without throwing"`
+	Result     any      `json:"result" jsonschema:"the value of the code as JSON (undefined becomes null); null when ok is false"`
+	Error      *string  `json:"error" jsonschema:"why ok is false: the thrown error, TimeoutError, MemoryLimitError, a bridge refusal or invalid arguments; null when ok"`
+	Logs       []string `json:"logs" jsonschema:"console output, one string per call"`
+	DurationMs float64  `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
+	ReadBytes  int64    `json:"readBytes" jsonschema:"bytes read through host.readFile"`
+	WriteBytes int64    `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
 }
 
 // jsCall is a validated execute_js call.
@@ -47,26 +48,6 @@ type jsCall struct {
 	mounts   []policy.Mount
 	maxRead  int64
 	maxWrite int64
-}
-
-func intArg(name string, v *int, def, lo, hi int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	if *v < lo || *v > hi {
-		return 0, fmt.Errorf("%w: %s must be between %d and %d, got %d", policy.ErrInvalid, name, lo, hi, *v)
-	}
-	return *v, nil
-}
-
-func bytesArg(name string, v *int64) (int64, error) {
-	if v == nil {
-		return policy.DefaultMaxBridgeBytes, nil
-	}
-	if *v < 0 || *v > policy.MaxBridgeBytes {
-		return 0, fmt.Errorf("%w: %s must be between 0 and %d, got %d", policy.ErrInvalid, name, policy.MaxBridgeBytes, *v)
-	}
-	return *v, nil
 }
 
 func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
@@ -79,16 +60,16 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 		return nil, fmt.Errorf("%w: code is %d bytes, at most %d allowed", policy.ErrInvalid, len(in.Code), MaxCodeBytes)
 	}
 	c.run.Code = in.Code
-	if c.run.TimeoutMs, err = intArg("timeoutMs", in.TimeoutMs, policy.JSDefaultTimeoutMs, 1, policy.JSMaxTimeoutMs); err != nil {
+	if c.run.TimeoutMs, err = bounded(jsTimeoutMs, in.TimeoutMs); err != nil {
 		return nil, err
 	}
-	if c.run.MemoryMb, err = intArg("memoryMb", in.MemoryMb, policy.JSDefaultMemoryMb, policy.JSMinMemoryMb, policy.JSMaxMemoryMb); err != nil {
+	if c.run.MemoryMb, err = bounded(jsMemoryMb, in.MemoryMb); err != nil {
 		return nil, err
 	}
-	if c.maxRead, err = bytesArg("maxReadBytes", in.MaxReadBytes); err != nil {
+	if c.maxRead, err = bounded(maxReadBytes, in.MaxReadBytes); err != nil {
 		return nil, err
 	}
-	if c.maxWrite, err = bytesArg("maxWriteBytes", in.MaxWriteBytes); err != nil {
+	if c.maxWrite, err = bounded(maxWriteBytes, in.MaxWriteBytes); err != nil {
 		return nil, err
 	}
 	c.run.AllowNetwork = in.AllowNetwork
@@ -217,10 +198,16 @@ func isHeapExhaustion(stderr []byte) bool {
 func (s *Server) jsTool(ctx context.Context, in *JSInput) (*JSOutput, bool, error) {
 	out, err := s.ExecuteJS(ctx, in)
 	if err != nil {
-		msg := err.Error()
-		out = &JSOutput{Error: &msg, Logs: []string{}}
+		return nil, false, err
 	}
 	return out, !out.OK, nil
+}
+
+// jsFailed is the result of an execute_js call that was refused (invalid arguments,
+// no worker): the same object as a failed run, with ok false and the reason in error.
+func jsFailed(err error) *JSOutput {
+	msg := err.Error()
+	return &JSOutput{Result: nil, Error: &msg, Logs: []string{}}
 }
 
 // ProbeWorkerJail takes a warm JS worker and asks it to open each path instead of

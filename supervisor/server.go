@@ -179,17 +179,17 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 		Name:        "execute_js",
 		Description: "Run JavaScript in a fresh V8 isolate: a bare expression or statements with return; await allowed. No Node APIs. host.readFile/writeFile/listDir reach declared mounts only; fetch/net exist only with allowNetwork. Returns {ok, result, error, logs, durationMs, readBytes, writeBytes}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run JavaScript in a sandbox", ReadOnlyHint: false, DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &t},
-	}, s.jsTool)
+	}, s.jsTool, jsFailed)
 	addTool(srv, calls, &mcp.Tool{
 		Name:        "exec_command",
 		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
-	}, s.execTool)
+	}, s.execTool, execFailed)
 	addTool(srv, calls, &mcp.Tool{
 		Name:        "copy_then_sync",
 		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts; sync: apply workspace changes to the host (conflicts abort with nothing applied); discard: delete the workspace. The host source is unchanged until sync.",
 		Annotations: &mcp.ToolAnnotations{Title: "Workspace copy and sync", DestructiveHint: &t, OpenWorldHint: &f},
-	}, s.workspaceTool)
+	}, s.workspaceTool, workspaceFailed)
 	return srv, calls
 }
 

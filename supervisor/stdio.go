@@ -22,8 +22,8 @@ const MaxMessageBytes = 8 << 20
 
 // StdioTransport is newline-delimited JSON-RPC over a reader and a writer, like the
 // SDK's, except that one bad line costs one error reply instead of the session: a
-// malformed or over-long line is answered with a JSON-RPC error (id null) and the
-// next line is read as usual.
+// malformed or over-long line is answered with a JSON-RPC error (with the request's id
+// where it can be found, else null) and the next line is read as usual.
 type StdioTransport struct {
 	In  io.Reader
 	Out io.Writer
@@ -79,8 +79,8 @@ const eofGrace = 400 * time.Millisecond
 
 func (c *lineConn) readLoop(r *bufio.Reader) {
 	for {
-		line, tooLong, err := readLine(r)
-		if len(bytes.TrimSpace(line)) > 0 || tooLong {
+		line, over, err := readLine(r)
+		if tooLong := over != nil; len(bytes.TrimSpace(line)) > 0 || tooLong {
 			var msg jsonrpc.Message
 			var derr error
 			if tooLong {
@@ -93,7 +93,7 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 			req, _ := msg.(*jsonrpc.Request)
 			switch {
 			case derr != nil:
-				c.writeError(line, tooLong, derr)
+				c.writeError(line, over, derr)
 			case req != nil && req.ID.IsValid() && !c.track(req.ID, nil):
 				// Answered with id null, as the SDK does, so the error is not taken
 				// for the answer to the request in progress.
@@ -375,32 +375,39 @@ func (c *lineConn) drain() {
 }
 
 // readLine returns the next line without its newline. A line longer than
-// MaxMessageBytes is consumed to its end and dropped (tooLong), never held in memory.
-func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
+// MaxMessageBytes is consumed to its end and dropped, never held in memory: over is
+// then set, with the line's first and last bytes, where its id is (overlong.id).
+func readLine(r *bufio.Reader) (line []byte, over *overlong, err error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > MaxMessageBytes+1 {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
+		switch {
+		case over != nil:
+			over.add(chunk)
+		case len(buf)+len(chunk) > MaxMessageBytes+1:
+			over = newOverlong(buf, chunk)
+			buf = nil
+		default:
+			buf = append(buf, chunk...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimRight(buf, "\r\n"), tooLong, err
+		return bytes.TrimRight(buf, "\r\n"), over, err
 	}
 }
 
 // writeError answers a line that could not be a message. The id is recovered when the
-// line is JSON with an id, so the client can match the error to its request.
-func (c *lineConn) writeError(line []byte, tooLong bool, err error) {
+// line is JSON with an id, or an over-long line shows one, so the client can match the
+// error to its request.
+func (c *lineConn) writeError(line []byte, over *overlong, err error) {
 	code := int64(-32700) // parse error
 	id := json.RawMessage("null")
-	if tooLong {
+	if over != nil {
 		code = -32600 // invalid request
+		if found := over.id(); found != nil {
+			id = found
+		}
 	} else {
 		var probe struct {
 			ID json.RawMessage `json:"id"`

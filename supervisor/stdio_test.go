@@ -233,3 +233,54 @@ func TestPlainToolCall(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlongLineAnsweredWithItsID: a line over MaxMessageBytes is refused with the
+// id of the request it held, wherever the id is (the Go SDK writes it second, the
+// TypeScript SDK last), so the client can match the error; null only when no
+// top-level id can be read. The session goes on.
+func TestOverlongLineAnsweredWithItsID(t *testing.T) {
+	ss := startStdio(t, false)
+	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.next()
+	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	big := `{"name":"execute_js","arguments":{"code":"'` + strings.Repeat("a", MaxMessageBytes) + `'.length","id":99}}`
+	for _, tc := range []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + big + `}`, `7`},
+		{`{"method":"tools/call","params":` + big + `,"jsonrpc":"2.0","id":8}`, `8`},
+		{`{"method":"tools/call","params":` + big + `, "id" : "req-9" , "jsonrpc":"2.0"}` + "\r", `"req-9"`},
+		{`{"params":` + big + `,"method":"tools/call","jsonrpc":"2.0"}`, `null`},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":` + big + `}`, `null`},
+		{`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":` + big + `}`, `null`},
+	} {
+		ss.send(tc.line)
+		l := ss.next()
+		if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `-32600`) {
+			t.Errorf("over-long line %.60s…%s: reply %s, want id %s", tc.line, tc.line[len(tc.line)-40:], l, tc.id)
+		}
+	}
+	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
+	if l := ss.next(); !strings.Contains(l, `"id":10`) {
+		t.Errorf("ping after over-long lines: %s", l)
+	}
+}
+
+// TestOverlongID: the id is read from the kept ends of a line only where it is a
+// member of the top-level object.
+func TestOverlongID(t *testing.T) {
+	for _, tc := range []struct{ head, tail, id string }{
+		{`{"jsonrpc":"2.0","id":3,"params":{"a":"xx`, `x"}}`, `3`},
+		{`{"id":"s","params":`, ``, `"s"`},
+		{`{"params":{"id":4,"a":"x`, `x"},"jsonrpc":"2.0"}`, ``},
+		{`{"params":{"a":"x`, `x","id":5}}`, ``},
+		{`{"params":{"a":"x`, `x,\"id\":5}"}`, ``},
+		{`{"params":{"a":"x`, `x"},"id":6,"b":[{"id":7}]}`, `6`},
+		{`{"params":{"a":"x`, `x"},"id":null}`, ``},
+		{`{"params":{"a":"x`, `x"}, "id": 12 }  `, `12`},
+		{`[{"id":1`, ``, ``},
+	} {
+		o := &overlong{head: []byte(tc.head), tail: []byte(tc.tail)}
+		if got := string(o.id()); got != tc.id {
+			t.Errorf("%s…%s: id %q, want %q", tc.head, tc.tail, got, tc.id)
+		}
+	}
+}

@@ -10,13 +10,15 @@ import (
 	"github.com/autobox-dev/autobox/store"
 )
 
-// WorkspaceInput is the copy_then_sync argument object.
+// WorkspaceInput is the copy_then_sync argument object. The tags are the
+// descriptions in the tool's input schema, which toolSchemas completes with enums and
+// defaults.
 type WorkspaceInput struct {
 	Action      string   `json:"action" jsonschema:"create, status, sync or discard"`
 	HostPath    string   `json:"hostPath,omitempty" jsonschema:"create: absolute existing source directory"`
 	SandboxPath string   `json:"sandboxPath,omitempty" jsonschema:"create: absolute sandbox path the workspace is mounted at, e.g. /mnt/project; not /"`
 	StoragePath string   `json:"storagePath,omitempty" jsonschema:"create: absolute storage directory outside the source (default: the user's data dir)"`
-	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: clone (default; copy-on-write required) or auto (ordinary copy allowed)"`
+	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: clone (copy-on-write required) or auto (ordinary copy allowed)"`
 	Excludes    []string `json:"excludes,omitempty" jsonschema:"create: exact relative paths or subtrees to leave out, e.g. node_modules"`
 	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, discard: the id returned by create"`
 }
@@ -91,19 +93,19 @@ func sorted(s []string) []string {
 // WorkspaceOutput is every copy_then_sync result shape at once: which fields are set
 // depends on the action and its outcome (the store's results, re-encoded).
 type WorkspaceOutput struct {
-	OK          bool   `json:"ok"`
-	WorkspaceID string `json:"workspaceId,omitempty"`
+	OK          bool   `json:"ok" jsonschema:"the action was done; false for conflicts, an interrupted sync or a refusal (see error)"`
+	WorkspaceID string `json:"workspaceId,omitempty" jsonschema:"the workspace"`
 	Mount       *struct {
-		WorkspaceID string `json:"workspaceId"`
-	} `json:"mount,omitempty"`
-	SandboxPath string           `json:"sandboxPath,omitempty"`
-	ClonedFiles *int             `json:"clonedFiles,omitempty"`
-	CopiedFiles *int             `json:"copiedFiles,omitempty"`
-	Changes     []store.Change   `json:"changes,omitempty"`
-	Conflicts   []store.Conflict `json:"conflicts,omitempty"`
-	Applied     []string         `json:"applied,omitempty"`
-	Error       string           `json:"error,omitempty"`
-	Recovery    string           `json:"recovery,omitempty"`
+		WorkspaceID string `json:"workspaceId" jsonschema:"the workspace"`
+	} `json:"mount,omitempty" jsonschema:"create: the mount to pass to execute_js or exec_command"`
+	SandboxPath string           `json:"sandboxPath,omitempty" jsonschema:"where the workspace is mounted"`
+	ClonedFiles *int             `json:"clonedFiles,omitempty" jsonschema:"files copied by cloning (copy-on-write)"`
+	CopiedFiles *int             `json:"copiedFiles,omitempty" jsonschema:"files copied byte by byte"`
+	Changes     []store.Change   `json:"changes,omitempty" jsonschema:"status, sync: the workspace's changes against its baseline"`
+	Conflicts   []store.Conflict `json:"conflicts,omitempty" jsonschema:"status, sync: paths changed on both sides, or changes the rules forbid; a sync with conflicts applies nothing"`
+	Applied     []string         `json:"applied,omitempty" jsonschema:"sync: the changes applied, in order"`
+	Error       string           `json:"error,omitempty" jsonschema:"why the action failed: a refusal (invalid arguments, unknown workspace, lock busy) or where a sync stopped"`
+	Recovery    string           `json:"recovery,omitempty" jsonschema:"an interrupted sync: what to do next"`
 
 	raw json.RawMessage // the store's own encoding, sent as is
 }
@@ -136,6 +138,12 @@ func (s *Server) workspaceTool(ctx context.Context, in *WorkspaceInput) (*Worksp
 		return nil, false, err
 	}
 	return out, !ok, nil
+}
+
+// workspaceFailed is the result of a copy_then_sync call that was refused or failed
+// without a result of the store's: ok false and the reason in error.
+func workspaceFailed(err error) *WorkspaceOutput {
+	return &WorkspaceOutput{Error: err.Error()}
 }
 
 // ListWorkspaces lists every workspace with its source, age and whether it has

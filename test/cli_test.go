@@ -167,10 +167,10 @@ func TestCLIJS(t *testing.T) {
 	bomb := "const a = []; while (true) a.push(new Array(10000).fill(Math.random()))"
 	h.want(h.run("", "js", "--memory", "16", "--timeout", "10s", "-e", bomb), 137, "", "MemoryLimitError")
 	h.want(h.run("", "js", "--memory", "64", "-e", "const a = []; for (let i = 0; i < 100; i++) a.push(new Array(1000).fill(i)); return a.length"), 0, "100\n", "")
-	// The tool's validation and error texts, exit 125.
-	h.want(h.run("", "js", "--memory", "4", "-e", "1"), 125, "", "invalid argument: memoryMb must be between 8 and 512, got 4")
-	h.want(h.run("", "js", "--timeout", "20s", "-e", "1"), 125, "", "timeoutMs must be between 1 and 10000")
-	h.want(h.run("", "js", "--max-read", "-1", "-e", "1"), 125, "", "maxReadBytes must be between 0 and 50000000")
+	// The tool's validation, in the command line's words (its flags), exit 125.
+	h.want(h.run("", "js", "--memory", "4", "-e", "1"), 125, "", "invalid argument: --memory must be between 8 and 512, got 4")
+	h.want(h.run("", "js", "--timeout", "20s", "-e", "1"), 125, "", "--timeout must be between 1 and 10000")
+	h.want(h.run("", "js", "--max-read", "-1", "-e", "1"), 125, "", "--max-read must be between 0 and 50000000")
 	h.want(h.run("", "js"), 125, "", "code is required")
 	h.want(h.run("", "js", "--mount", "/nonexistent-dir:/mnt/x", "-e", "1"), 125, "", "does not exist")
 
@@ -212,7 +212,7 @@ func TestCLIExec(t *testing.T) {
 	h.want(h.run("", "exec", "--mount", toolsDir+":/mnt/tools", "--memory", "128", "--timeout", "10s", "--", "/mnt/tools/probe", "hog", "20"), 0, "ok allocated 20 MB", "")
 	h.want(h.run("", "exec", "no-such-program-4f1c"), 126, "", "could not be started")
 	h.want(h.run("", "exec", "--", "sh", "-c", "kill -SEGV $$"), 128+11, "", "")
-	h.want(h.run("", "exec", "--memory", "1", "true"), 125, "", "invalid argument: memoryMb must be between 16 and 2048, got 1")
+	h.want(h.run("", "exec", "--memory", "1", "true"), 125, "", "invalid argument: --memory must be between 16 and 2048, got 1")
 	h.want(h.run("", "exec", "--cwd", "/nonexistent", "true"), 125, "", "cwd")
 
 	// The sandbox: a file outside the mounts is unreadable; mounted, it reads.
@@ -308,7 +308,7 @@ func TestCLIWorkspace(t *testing.T) {
 	}
 	h.want(h.run("", "ws", "discard", id), 0, "discarded "+id, "")
 	h.want(h.run("", "ws", "status", id), 125, "", "not found")
-	h.want(h.run("", "ws", "create", "--copy-mode", "sometimes", src, "/mnt/p"), 125, "", "copyMode")
+	h.want(h.run("", "ws", "create", "--copy-mode", "sometimes", src, "/mnt/p"), 125, "", `--copy-mode sometimes: use "clone" (default) or "auto"`)
 	h.want(h.run("", "ws", "create", src, "/"), 125, "", "")
 }
 

@@ -458,7 +458,7 @@ func TestExecArgumentValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		res := s.callRaw("exec_command", c.args)
-		if !res.IsError || !strings.Contains(textOf(res), c.want) {
+		if !res.IsError || !strings.Contains(errorOf(res), c.want) {
 			t.Errorf("%v: want tool error mentioning %q, got isError=%v %s", c.args, c.want, res.IsError, textOf(res))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,12 +66,13 @@ func TestMain(m *testing.M) {
 
 // session is one running autobox server with an MCP client connected to it.
 type session struct {
-	t      *testing.T
-	cs     *mcp.ClientSession
-	cmd    *exec.Cmd
-	state  string // AUTOBOX_STATE_DIR of this server
-	tmp    string // its TMPDIR
-	stderr *syncBuffer
+	t       *testing.T
+	cs      *mcp.ClientSession
+	cmd     *exec.Cmd
+	state   string // AUTOBOX_STATE_DIR of this server
+	tmp     string // its TMPDIR
+	stderr  *syncBuffer
+	schemas map[string]*jsonschema.Resolved // each tool's output schema, from tools/list
 }
 
 // syncBuffer is the server's stderr, safe to read while the server writes it.
@@ -143,7 +145,7 @@ func startEnv(t *testing.T, env []string, args ...string) *session {
 	if err != nil {
 		t.Fatalf("connecting to autobox: %v\nstderr:\n%s", err, stderr)
 	}
-	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state"), stderr: stderr, tmp: tmp}
+	s := &session{t: t, cs: cs, cmd: cmd, state: filepath.Join(home, "state"), stderr: stderr, tmp: tmp, schemas: outputSchemas(t, cs)}
 	t.Cleanup(func() {
 		pid := cmd.Process.Pid
 		kids := descendants(pid)
@@ -164,12 +166,7 @@ func startEnv(t *testing.T, env []string, args ...string) *session {
 // call invokes a tool and returns its structured result decoded into out, and isError.
 func (s *session) call(tool string, args any, out any) bool {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		s.t.Fatalf("%s: protocol error: %v", tool, err)
-	}
+	res := s.callRaw(tool, args)
 	if out != nil {
 		raw, _ := json.Marshal(res.StructuredContent)
 		if res.StructuredContent == nil {
@@ -182,7 +179,9 @@ func (s *session) call(tool string, args any, out any) bool {
 	return res.IsError
 }
 
-// callRaw returns the whole result (for tests of error text).
+// callRaw returns the whole result (for tests of error text). Every result of every
+// end-to-end test passes here, and is checked against its tool's output schema, as
+// the TypeScript SDK's client does with each result.
 func (s *session) callRaw(tool string, args any) *mcp.CallToolResult {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -190,6 +189,9 @@ func (s *session) callRaw(tool string, args any) *mcp.CallToolResult {
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		s.t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	if err := checkResult(s.schemas, tool, res); err != nil {
+		s.t.Errorf("%s %v: %v", tool, args, err)
 	}
 	return res
 }

@@ -183,22 +183,33 @@ func TestProtocolLastLineWithoutNewline(t *testing.T) {
 
 func TestProtocolHugeLine(t *testing.T) {
 	r := startRaw(t)
-	// 100 MB in one line: refused or answered, never a crash or a hang.
+	// 100 MB in one line: refused without being held in memory, never a crash or a
+	// hang, and answered with the line's id.
+	r.sendHuge(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'`, 100, `'.length"}}}`)
+	if m := r.reply(-1); errCode(m) != -32600 || m["id"] != float64(1) {
+		t.Errorf("100 MB line: %.300v", m)
+	}
+	r.ping(2)
+	// The same with the id last, as the TypeScript SDK writes it.
+	r.sendHuge(`{"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'`, 10, `'.length"}},"jsonrpc":"2.0","id":3}`)
+	if m := r.reply(-1); errCode(m) != -32600 || m["id"] != float64(3) {
+		t.Errorf("10 MB line, id last: %.300v", m)
+	}
+	r.ping(4)
+}
+
+// sendHuge writes, in the background, one line of head, mb megabytes of "a" and tail.
+func (r *rawSession) sendHuge(head string, mb int, tail string) {
 	chunk := strings.Repeat("a", 1<<20)
 	go func() {
-		io.WriteString(r.in, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"'`)
-		for i := 0; i < 100; i++ {
+		io.WriteString(r.in, head)
+		for i := 0; i < mb; i++ {
 			if _, err := io.WriteString(r.in, chunk); err != nil {
 				return
 			}
 		}
-		io.WriteString(r.in, "'.length\"}}}\n")
+		io.WriteString(r.in, tail+"\n")
 	}()
-	// The line is refused without being held in memory; its id cannot be known.
-	if m := r.reply(-1); errCode(m) != -32600 || m["id"] != nil {
-		t.Errorf("100 MB line: %.300v", m)
-	}
-	r.ping(2)
 }
 
 func TestProtocolStdinClosedMidCall(t *testing.T) {

@@ -72,7 +72,7 @@ func TestWorkspaceFlow(t *testing.T) {
 		t.Fatalf("status: isError=%v %+v", isErr, st)
 	}
 	// Creation fields are rejected on status/sync/discard.
-	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(textOf(res), "accepts only workspaceId") {
+	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "accepts only workspaceId") {
 		t.Errorf("sync with hostPath: %s", textOf(res))
 	}
 
@@ -114,7 +114,7 @@ func TestWorkspaceFlow(t *testing.T) {
 	if readFile(t, filepath.Join(src, "hello.txt")) != "host edit" {
 		t.Errorf("discard touched the source")
 	}
-	if res := s.callRaw("copy_then_sync", map[string]any{"action": "status", "workspaceId": c.WorkspaceID}); !res.IsError || !strings.Contains(textOf(res), "not found") {
+	if res := s.callRaw("copy_then_sync", map[string]any{"action": "status", "workspaceId": c.WorkspaceID}); !res.IsError || !strings.Contains(errorOf(res), "not found") {
 		t.Errorf("status after discard: %s", textOf(res))
 	}
 	s.wantJSError(map[string]any{"code": "1", "mounts": mount}, "not found")
@@ -137,7 +137,7 @@ func TestWorkspaceArguments(t *testing.T) {
 		{map[string]any{"action": "create", "hostPath": t.TempDir(), "sandboxPath": "/mnt/p", "copyMode": "auto", "excludes": []string{"../x"}}, ".."},
 	} {
 		res := s.callRaw("copy_then_sync", c.args)
-		if !res.IsError || !strings.Contains(textOf(res), c.want) {
+		if !res.IsError || !strings.Contains(errorOf(res), c.want) {
 			t.Errorf("%v: want error mentioning %q, got isError=%v %s", c.args, c.want, res.IsError, textOf(res))
 		}
 	}

@@ -1,0 +1,403 @@
+// Drives autobox with the official TypeScript MCP SDK client, the one inside Claude
+// Desktop, Claude Code, Cursor and the Inspector, over stdio, with the client's own
+// output validation on: every call provokes one result shape of one tool, and the
+// client checks each structuredContent against the tool's output schema (a counting
+// wrapper around the SDK's default Ajv validator proves it ran for every result).
+//
+// Run by test/clients_test.go, which sets:
+//   AUTOBOX_BIN       the binary under test
+//   AUTOBOX_FIXTURES  an empty directory this script may fill
+//   AUTOBOX_PROBE     a directory holding the test probe (its "hog" allocates memory)
+//   AUTOBOX_CAN_EXEC  "1" when this host can sandbox commands
+// and the server's environment (HOME, TMPDIR, AUTOBOX_STATE_DIR, XDG_DATA_HOME).
+//
+// Output: one JSON line per case, {"case", "status": "pass"|"fail"|"skip", "detail"},
+// then {"done": true, "validations": N}.
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { Ajv } from "ajv";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+
+const env = process.env;
+const fixtures = env.AUTOBOX_FIXTURES;
+const canExec = env.AUTOBOX_CAN_EXEC === "1";
+
+// The SDK's own validator, counted.
+let validations = 0;
+class CountingValidator {
+  inner = new AjvJsonSchemaValidator();
+  getValidator(schema) {
+    const validate = this.inner.getValidator(schema);
+    return (input) => {
+      validations++;
+      return validate(input);
+    };
+  }
+}
+
+const serverEnv = {};
+for (const k of ["PATH", "HOME", "TMPDIR", "AUTOBOX_STATE_DIR", "XDG_DATA_HOME"]) {
+  if (env[k] !== undefined) serverEnv[k] = env[k];
+}
+const transport = new StdioClientTransport({ command: env.AUTOBOX_BIN, args: [], env: serverEnv, stderr: "inherit" });
+const client = new Client({ name: "autobox-conformance", version: "1" }, { jsonSchemaValidator: new CountingValidator() });
+
+// Input schemas, compiled by Ajv in strict mode: valid arguments must pass them.
+const inputValidators = {};
+
+function report(name, status, detail) {
+  console.log(JSON.stringify({ case: name, status, detail }));
+}
+
+async function check(name, fn, { needsExec = false } = {}) {
+  if (needsExec && !canExec) {
+    report(name, "skip", "this host cannot sandbox commands");
+    return;
+  }
+  try {
+    await fn();
+    report(name, "pass");
+  } catch (e) {
+    report(name, "fail", e && e.stack ? e.stack : String(e));
+  }
+}
+
+// call makes one tools/call through the client and checks what every result must
+// have: structured content that the client validated against the output schema.
+async function call(name, args, { valid = true, options } = {}) {
+  if (valid) {
+    assert.ok(inputValidators[name], `no input schema for ${name}: tools/list failed`);
+    const ok = inputValidators[name](args);
+    assert.ok(ok, `${name} arguments ${JSON.stringify(args)} fail the input schema: ${JSON.stringify(inputValidators[name].errors)}`);
+  }
+  const before = validations;
+  const res = await client.callTool({ name, arguments: args }, undefined, { timeout: 60000, ...options });
+  assert.ok(res.structuredContent, `${name} ${JSON.stringify(args)}: no structuredContent: ${JSON.stringify(res)}`);
+  assert.equal(validations, before + 1, `${name}: the client did not validate the result`);
+  assert.deepEqual(JSON.parse(res.content[0].text), res.structuredContent, `${name}: the text is not the structured content`);
+  return res;
+}
+
+async function js(args, opts) {
+  const res = await call("execute_js", args, opts);
+  return [res.structuredContent, res.isError === true];
+}
+
+async function exec(args, opts) {
+  const res = await call("exec_command", args, opts);
+  return [res.structuredContent, res.isError === true];
+}
+
+async function ws(args, opts) {
+  const res = await call("copy_then_sync", args, opts);
+  return [res.structuredContent, res.isError === true];
+}
+
+function jsFailed(o, isErr, prefix) {
+  assert.ok(isErr, `want a tool error: ${JSON.stringify(o)}`);
+  assert.equal(o.ok, false);
+  assert.equal(o.result, null);
+  assert.ok(typeof o.error === "string" && o.error.startsWith(prefix), `error ${JSON.stringify(o.error)}, want it to start with ${prefix}`);
+}
+
+function fixture(name, files) {
+  const dir = path.join(fixtures, name);
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), text);
+  }
+  return dir;
+}
+
+// processes finds running processes whose command line is exactly argv.
+function processes(argv) {
+  const want = argv.join("\0") + "\0";
+  const found = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, "latin1") === want) found.push(pid);
+    } catch {}
+  }
+  return found;
+}
+
+async function until(what, cond, ms = 10000) {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+    if (cond()) return;
+  }
+  throw new Error(`${what}: not within ${ms} ms`);
+}
+
+async function rejected(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("the call was not rejected");
+}
+
+const data = fixture("data", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
+
+await check("initialize", async () => {
+  await client.connect(transport);
+  assert.equal(client.getServerVersion().name, "autobox");
+  assert.ok(client.getServerCapabilities().tools, "no tools capability");
+});
+
+await check("ping", async () => {
+  assert.deepEqual(await client.ping(), {});
+});
+
+await check("tools/list", async () => {
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["copy_then_sync", "exec_command", "execute_js"]);
+  const ajv = new Ajv({ strict: true, allowUnionTypes: true, allErrors: true });
+  for (const t of tools) {
+    assert.equal(t.inputSchema.type, "object");
+    assert.equal(t.outputSchema.type, "object");
+    inputValidators[t.name] = ajv.compile(t.inputSchema);
+    ajv.compile(t.outputSchema);
+  }
+});
+
+await check("execute_js ok", async () => {
+  const [o, isErr] = await js({ code: "6*7" });
+  assert.ok(!isErr);
+  assert.deepEqual([o.ok, o.result, o.error, o.logs], [true, 42, null, []]);
+  assert.ok(o.durationMs > 0);
+});
+
+await check("execute_js result values", async () => {
+  const [o] = await js({ code: `({a: [1, "x", null], b: true, s: "é", n: 1.5})` });
+  assert.deepEqual(o.result, { a: [1, "x", null], b: true, s: "é", n: 1.5 });
+  for (const [code, want] of [["undefined", null], ["'s'", "s"], ["[1]", [1]], ["false", false], ["null", null]]) {
+    const [o2] = await js({ code });
+    assert.deepEqual(o2.result, want, code);
+  }
+});
+
+await check("execute_js logs", async () => {
+  const [o] = await js({ code: "console.log('hi'); console.error('oops'); 1" });
+  assert.equal(o.logs.length, 2);
+  const [t] = await js({ code: "for (let i = 0; i < 1500; i++) console.log(i); 1" });
+  assert.match(t.logs[t.logs.length - 1], /logs truncated/);
+});
+
+await check("execute_js thrown error", async () => {
+  const [o, isErr] = await js({ code: "throw new Error('boom')" });
+  jsFailed(o, isErr, "Error: boom");
+  const [s, sErr] = await js({ code: "1+" });
+  jsFailed(s, sErr, "SyntaxError");
+});
+
+await check("execute_js timeout", async () => {
+  const [o, isErr] = await js({ code: "while (true) {}", timeoutMs: 300 });
+  jsFailed(o, isErr, "TimeoutError: execution exceeded 300ms");
+});
+
+await check("execute_js memory kill", async () => {
+  const [o, isErr] = await js({ code: "const a = []; while (true) a.push(new Array(1e5).fill({x: 1}))", memoryMb: 16, timeoutMs: 10000 });
+  jsFailed(o, isErr, "MemoryLimitError");
+});
+
+await check("execute_js bridge", async () => {
+  const mounts = [{ hostPath: data, sandboxPath: "/mnt/data" }];
+  const [o] = await js({ code: "(await host.readFile('/mnt/data/a.txt')) + (await host.listDir('/mnt/data')).join(',')", mounts });
+  assert.equal(o.result, "alpha\na.txt,sub");
+  assert.equal(o.readBytes, 6);
+  const [w, isErr] = await js({ code: "await host.writeFile('/mnt/data/x.txt', 'no')", mounts });
+  jsFailed(w, isErr, "Error: writeFile: /mnt/data/x.txt");
+  assert.match(w.error, /read-only/);
+});
+
+await check("execute_js invalid arguments", async () => {
+  for (const [args, want] of [
+    [{}, "invalid argument: code is required"],
+    [{ code: 5 }, "invalid arguments: code: want a string, got number"],
+    [{ code: "1", colour: "red" }, 'invalid arguments: unknown field "colour" (execute_js takes'],
+    [{ code: "1", timeoutMs: 0 }, "invalid argument: timeoutMs must be between 1 and 10000, got 0"],
+    [{ code: "1", memoryMb: 513 }, "invalid argument: memoryMb must be between 8 and 512, got 513"],
+    [{ code: "1", mounts: [{ hostPath: data, sandboxPath: "/mnt/d", mode: "rwx" }] }, 'mounts[0]: invalid argument: mode "rwx"'],
+    [{ code: "1", mounts: [{ hostPath: data, sandboxPath: "/mnt/d", writable: true }] }, 'invalid arguments: mounts[0]: unknown field "writable"'],
+  ]) {
+    const [o, isErr] = await js(args, { valid: false });
+    jsFailed(o, isErr, want);
+  }
+});
+
+function killedWith(o, isErr, prefix) {
+  assert.ok(isErr, `want a tool error: ${JSON.stringify(o)}`);
+  assert.equal(o.killed, true);
+  assert.ok(o.stderr.startsWith(prefix), `stderr ${JSON.stringify(o.stderr.slice(0, 200))}, want it to start with ${prefix}`);
+}
+
+await check("exec_command ok", async () => {
+  const [o, isErr] = await exec({ command: ["echo", "hi"] });
+  assert.ok(!isErr);
+  assert.deepEqual([o.stdout, o.stderr, o.exitCode, o.killed], ["hi\n", "", 0, false]);
+}, { needsExec: true });
+
+await check("exec_command non-zero exit", async () => {
+  const [o, isErr] = await exec({ command: ["sh", "-c", "echo out; echo err >&2; exit 3"] });
+  assert.ok(!isErr, "a non-zero exit is an ordinary result");
+  assert.deepEqual([o.stdout, o.stderr, o.exitCode], ["out\n", "err\n", 3]);
+}, { needsExec: true });
+
+await check("exec_command signal", async () => {
+  const [o] = await exec({ command: ["sh", "-c", "kill -KILL $$"] });
+  assert.equal(o.signal, "SIGKILL");
+  assert.equal(o.killed, false);
+}, { needsExec: true });
+
+await check("exec_command spawn failure", async () => {
+  const [o, isErr] = await exec({ command: ["/nonexistent/program"] });
+  assert.ok(isErr);
+  assert.equal(o.exitCode, null);
+  assert.match(o.error, /nonexistent\/program/);
+  assert.ok(o.stderr.startsWith(o.error));
+}, { needsExec: true });
+
+await check("exec_command timeout", async () => {
+  const [o, isErr] = await exec({ command: ["sleep", "10"], timeoutMs: 300 });
+  killedWith(o, isErr, "killed: timeout after 300ms");
+}, { needsExec: true });
+
+await check("exec_command memory kill", async () => {
+  const mounts = [{ hostPath: env.AUTOBOX_PROBE, sandboxPath: "/mnt/tools" }];
+  const [o, isErr] = await exec({ command: ["/mnt/tools/probe", "hog", "200"], memoryMb: 64, timeoutMs: 10000, mounts });
+  killedWith(o, isErr, "memory limit exceeded");
+}, { needsExec: true });
+
+await check("exec_command truncated output", async () => {
+  const [o] = await exec({ command: ["sh", "-c", "head -c 400000 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero | tr '\\0' y >&2"] });
+  assert.equal(o.stdoutTruncated, true);
+  assert.equal(o.stderrTruncated, true);
+  assert.ok(o.stdout.endsWith("[autobox: stdout truncated at 262144 bytes]"));
+}, { needsExec: true });
+
+await check("exec_command non-UTF-8 output", async () => {
+  const [o] = await exec({ command: ["sh", "-c", "printf 'a\\377b'"] });
+  assert.equal(o.stdout, "a\uFFFDb");
+  assert.equal(o.stdoutEncoding, "utf-8-lossy");
+}, { needsExec: true });
+
+await check("exec_command mounts and cwd", async () => {
+  const [o] = await exec({ command: ["cat", "a.txt", "/mnt/data/sub/b.txt"], mounts: [{ hostPath: data, sandboxPath: "/mnt/data", mode: "ro" }], cwd: "/mnt/data" });
+  assert.equal(o.stdout, "alpha\nbeta\n");
+}, { needsExec: true });
+
+await check("exec_command invalid arguments", async () => {
+  for (const [args, want] of [
+    [{}, "invalid argument: command is required"],
+    [{ command: "ls -la" }, "invalid arguments: command: want an array, got string"],
+    [{ command: ["ls"], verbose: true }, 'invalid arguments: unknown field "verbose" (exec_command takes'],
+    [{ command: ["true"], memoryMb: 1 }, "invalid argument: memoryMb must be between 16 and 2048, got 1"],
+    [{ command: ["true"], timeoutMs: 1.5 }, "invalid arguments: timeoutMs: want an integer, got number 1.5"],
+    [{ command: ["pwd"], cwd: "/etc" }, "invalid argument: cwd must be inside a declared mount"],
+  ]) {
+    const [o, isErr] = await exec(args, { valid: false });
+    assert.ok(isErr, JSON.stringify(args));
+    assert.equal(o.exitCode, null);
+    assert.ok(o.error.startsWith(want), `error ${JSON.stringify(o.error)}, want ${want}`);
+    assert.equal(o.stderr, o.error);
+  }
+});
+
+await check("copy_then_sync lifecycle", async () => {
+  const src = fixture("project", { "hello.txt": "hello\n", "old.txt": "old\n" });
+  const [c, cErr] = await ws({ action: "create", hostPath: src, sandboxPath: "/mnt/project", storagePath: fixture("storage", {}), copyMode: "auto" });
+  assert.ok(!cErr && c.ok, JSON.stringify(c));
+  assert.equal(c.mount.workspaceId, c.workspaceId);
+  assert.equal(c.clonedFiles + c.copiedFiles, 2);
+  const mounts = [{ workspaceId: c.workspaceId }];
+  const [e] = await js({ code: "await host.writeFile('/mnt/project/new.txt', 'new'); await host.writeFile('/mnt/project/hello.txt', 'changed\\n'); 1", mounts });
+  assert.ok(e.ok, JSON.stringify(e));
+  const [st] = await ws({ action: "status", workspaceId: c.workspaceId });
+  assert.ok(st.ok);
+  assert.deepEqual(st.changes.map((ch) => `${ch.action} ${ch.path}`).sort(), ["add new.txt", "modify hello.txt"]);
+  assert.deepEqual(st.conflicts, []);
+  assert.equal(fs.readFileSync(path.join(src, "hello.txt"), "utf8"), "hello\n", "the source changed before sync");
+  const [sy, syErr] = await ws({ action: "sync", workspaceId: c.workspaceId });
+  assert.ok(!syErr && sy.ok, JSON.stringify(sy));
+  assert.equal(sy.applied.length, 2);
+  assert.equal(fs.readFileSync(path.join(src, "hello.txt"), "utf8"), "changed\n");
+  const [d, dErr] = await ws({ action: "discard", workspaceId: c.workspaceId });
+  assert.ok(!dErr && d.ok);
+  const [gone, goneErr] = await ws({ action: "status", workspaceId: c.workspaceId });
+  assert.ok(goneErr && !gone.ok && /not found/.test(gone.error), JSON.stringify(gone));
+});
+
+await check("copy_then_sync conflicts", async () => {
+  const src = fixture("conflicted", { "a.txt": "base\n" });
+  const [c] = await ws({ action: "create", hostPath: src, sandboxPath: "/mnt/c", storagePath: fixture("storage2", {}), copyMode: "auto" });
+  await js({ code: "await host.writeFile('/mnt/c/a.txt', 'workspace\\n')", mounts: [{ workspaceId: c.workspaceId }] });
+  fs.writeFileSync(path.join(src, "a.txt"), "host\n");
+  const [st] = await ws({ action: "status", workspaceId: c.workspaceId });
+  assert.equal(st.conflicts.length, 1, JSON.stringify(st));
+  const [sy, isErr] = await ws({ action: "sync", workspaceId: c.workspaceId });
+  assert.ok(isErr && sy.ok === false, JSON.stringify(sy));
+  assert.equal(sy.conflicts[0].path, "a.txt");
+  assert.deepEqual(sy.applied, []);
+  assert.equal(fs.readFileSync(path.join(src, "a.txt"), "utf8"), "host\n");
+  await ws({ action: "discard", workspaceId: c.workspaceId });
+});
+
+await check("copy_then_sync invalid arguments", async () => {
+  for (const [args, want] of [
+    [{ action: "explode" }, 'invalid argument: action "explode" is not create, status, sync or discard'],
+    [{ action: 1 }, "invalid arguments: action: want a string, got number"],
+    [{ action: "create", sandboxPath: "/mnt/p" }, "invalid argument: create needs hostPath and sandboxPath"],
+    [{ action: "status" }, "invalid argument: status needs workspaceId"],
+    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync accepts only workspaceId"],
+    [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", copyMode: "yolo" }, "copyMode"],
+    [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", id: "x" }, 'invalid arguments: unknown field "id" (copy_then_sync takes'],
+  ]) {
+    const [o, isErr] = await ws(args, { valid: false });
+    assert.ok(isErr && o.ok === false, JSON.stringify(o));
+    assert.ok(o.error.includes(want), `error ${JSON.stringify(o.error)}, want ${want}`);
+  }
+});
+
+await check("progress token", async () => {
+  const res = await call("execute_js", { code: "6*7" }, { options: { onprogress: () => {} } });
+  assert.equal(res.structuredContent.result, 42);
+});
+
+await check("cancel execute_js with AbortSignal", async () => {
+  const ac = new AbortController();
+  const pending = client.callTool({ name: "execute_js", arguments: { code: "while (true) {}", timeoutMs: 10000 } }, undefined, { signal: ac.signal });
+  setTimeout(() => ac.abort("the test cancels"), 300);
+  const e = await rejected(pending);
+  assert.match(String(e), /the test cancels/, "rejected, but not by the abort");
+  const [o] = await js({ code: "6*7" });
+  assert.equal(o.result, 42);
+});
+
+await check("cancel exec_command with AbortSignal", async () => {
+  const argv = ["sleep", (27 + Math.random()).toFixed(6)]; // no other run's sleep matches
+  const ac = new AbortController();
+  const pending = client.callTool({ name: "exec_command", arguments: { command: argv, timeoutMs: 30000 } }, undefined, { signal: ac.signal });
+  await until("the command starts", () => processes(argv).length > 0);
+  ac.abort("the test cancels");
+  assert.match(String(await rejected(pending)), /the test cancels/, "rejected, but not by the abort");
+  await until("the cancelled command ends", () => processes(argv).length === 0);
+}, { needsExec: true });
+
+await check("oversized request", async () => {
+  const code = "'" + "a".repeat(9 << 20) + "'.length";
+  const e = await rejected(client.callTool({ name: "execute_js", arguments: { code } }, undefined, { timeout: 60000 }));
+  assert.ok(e instanceof McpError, `not an McpError: ${e}`);
+  assert.equal(e.code, ErrorCode.InvalidRequest, `${e}`);
+  assert.match(e.message, /more than 8388608 bytes/);
+  assert.deepEqual(await client.ping(), {});
+});
+
+await client.close();
+console.log(JSON.stringify({ done: true, validations }));
