@@ -232,3 +232,50 @@ func TestHostOpBoundsStuckCalls(t *testing.T) {
 		t.Errorf("after the stuck ones returned: %v %v", v, err)
 	}
 }
+
+// TestBridgeHonoursPermissions: a directory nobody may enter is closed to the bridge
+// as it is to a command, even when the server runs as root; and the capabilities the
+// bridge's threads give up never come back to the server's other goroutines.
+func TestBridgeHonoursPermissions(t *testing.T) {
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(locked, "f"), []byte("secret"), 0o644)
+	os.Chmod(locked, 0)
+	defer os.Chmod(locked, 0o755)
+	b := newBridge([]policy.Mount{{Host: dir, Sandbox: "/mnt/m", Writable: true}}, 1<<20, 1<<20, false, time.Now().Add(time.Minute))
+	defer b.close()
+	for op, args := range map[string]map[string]any{
+		"listDir":   {"path": "/mnt/m/locked"},
+		"readFile":  {"path": "/mnt/m/locked/f"},
+		"writeFile": {"path": "/mnt/m/locked/g", "content": "x"},
+	} {
+		for range 20 {
+			if r := bridgeCall(t, b, op, args); r.Error != op+": "+args["path"].(string)+": permission denied" {
+				t.Fatalf("%s in a mode-0 directory: %+v", op, r)
+			}
+		}
+	}
+	// Positive control: the mount itself.
+	if r := bridgeCall(t, b, "listDir", map[string]any{"path": "/mnt/m"}); r.Error != "" || string(r.Data) != `["locked"]` {
+		t.Errorf("listDir /mnt/m: %+v", r)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// Root's other goroutines keep root's access, on whatever thread they run.
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := os.ReadDir(locked)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("the test process (root) lost its capabilities: %v", err)
+		}
+	}
+}

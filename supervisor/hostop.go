@@ -32,7 +32,8 @@ const (
 	opAbandoned
 )
 
-// hostOp runs fn and returns its result, or ctx's error when ctx ends first. fn must
+// hostOp runs fn with the file access of a command of the call (asCaller) and returns
+// its result, or ctx's error when ctx ends first. fn must
 // not touch state it shares with the caller: it may go on after hostOp returned. When
 // it does, discard (if not nil) receives what fn made, so nothing it opened leaks.
 // fn may watch ctx itself to stop before a step that must not happen late (a rename).
@@ -51,7 +52,11 @@ func hostOp[T any](ctx context.Context, fn func() (T, error), discard func(T)) (
 	var state atomic.Int32
 	done := make(chan result, 1)
 	go func() {
-		v, err := fn()
+		var v T
+		err := asCaller()
+		if err == nil {
+			v, err = fn()
+		}
 		if state.CompareAndSwap(opRunning, opAnswered) {
 			done <- result{v, err}
 			return
