@@ -291,6 +291,44 @@ func TestCreateSourceChanged(t *testing.T) {
 	}
 }
 
+// TestCreateFIFOSwappedIn: a FIFO put where the scan saw a regular file is found out
+// when the copy opens it, which does not block: the create fails as a changed source.
+func TestCreateFIFOSwappedIn(t *testing.T) {
+	e := newEnv(t)
+	writeFile(t, e.src, "a.txt", "a")
+	writeFile(t, e.src, "b.txt", "b")
+	b := filepath.Join(e.src, "b.txt")
+	testHookCreateFile = func(rel string) {
+		if rel == "b.txt" {
+			os.Remove(b)
+			if err := unix.Mkfifo(b, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { testHookCreateFile = nil }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: e.storage, CopyMode: e.mode})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("create blocked on a FIFO swapped into the source")
+	}
+	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "Source changed during creation: b.txt;") {
+		t.Fatalf("err = %v; want Source changed during creation at b.txt", err)
+	}
+	noWorkspaceLeft(t, e)
+	// Positive control: the file back, the same tree copies.
+	testHookCreateFile = nil
+	os.Remove(b)
+	writeFile(t, e.src, "b.txt", "b")
+	e.create()
+}
+
 func TestCreateExcludes(t *testing.T) {
 	e := newEnv(t)
 	writeFile(t, e.src, "keep.txt", "k")

@@ -204,6 +204,11 @@ func TestJSFetch(t *testing.T) {
 	if string(o.Result) != `[200,true,{"hdr":"hi","method":"POST"}]` {
 		t.Errorf("fetch: %s", o.Result)
 	}
+	// The issue's own case: the last expression after an await is the value.
+	o = s.mustJS(net(fmt.Sprintf("const r = await fetch(%q); [r.status, r.ok]", srv.URL+"/json")))
+	if string(o.Result) != `[200,true]` {
+		t.Errorf("fetch, value of the last expression: %s", o.Result)
+	}
 	o = s.mustJS(net(fmt.Sprintf("const r = await net.fetch(%q); return [r.redirected, (await net.fetchJson(%q)).method, r.headers.get('content-type')]", srv.URL+"/redirect", srv.URL+"/json")))
 	if string(o.Result) != `[true,"GET","application/json"]` {
 		t.Errorf("net.fetch redirect: %s", o.Result)

@@ -130,6 +130,22 @@ return {leaks, ok};`
 	if total == 0 {
 		t.Errorf("positive control: no read through the link ever succeeded while it pointed inside")
 	}
+	// A rejected or failed write leaves nothing behind, in the mount or outside it.
+	var tmps []string
+	for _, root := range []string{mnt, outside} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(d.Name(), ".tmp") && strings.Contains(d.Name(), ".autobox-") {
+				tmps = append(tmps, p)
+			}
+			return nil
+		})
+	}
+	if len(tmps) > 0 {
+		t.Errorf("%d temp files of bridge writes left behind, e.g. %s", len(tmps), tmps[0])
+	}
+	if _, err := os.Stat(filepath.Join(real, "planted.txt")); err != nil {
+		t.Errorf("positive control: no write through the link ever landed while it pointed inside: %v", err)
+	}
 }
 
 // TestConcurrentCalls runs 20 calls of each tool at once with one runaway among them:

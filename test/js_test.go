@@ -91,6 +91,24 @@ func TestJSResults(t *testing.T) {
 		{"typeof process + typeof require + typeof fetch + typeof net", `"undefinedundefinedundefinedundefined"`},
 		{"typeof host.readFile", `"function"`},
 		{"// a comment at the end\n 5 // trailing", "5"},
+		// After top-level await, the last expression statement is the value too,
+		// whatever it starts with.
+		{"const a = await Promise.resolve(1); [a, 2]", "[1,2]"},
+		{"const a = await 1; a + 1", "2"},
+		{"await 1; (2)", "2"},
+		{"await 1; ((2)); // trailing", "2"},
+		{"await 1; ({a: 1})", `{"a":1}`},
+		{"const x = await 'x';\n`t${x}`", `"tx"`},
+		{"await 1; -1", "-1"},
+		{"await 1; !0", "true"},
+		{"await 1; typeof (x)", `"undefined"`},
+		{"await 1; void 0", "null"},
+		{"await 1; await Promise.resolve(3)", "3"},
+		{"let a = await 2; a **= 2; a;;", "4"},
+		{"await 1; x => x", `"[Function (anonymous)]"`},
+		{"await 1\n[1, 2]", "null"}, // no semicolon: JavaScript reads await (1[1, 2])
+		{"await 1; {a: 1}", "null"}, // a block with a label, not an object
+		{"await 1; if (true) { 5 }", "null"},
 	}
 	for _, c := range cases {
 		o := s.mustJS(map[string]any{"code": c.code})
@@ -108,7 +126,15 @@ func TestJSErrors(t *testing.T) {
 		{"throw 'str'", "Uncaught str"},
 		{"nope.x", "ReferenceError: nope is not defined"},
 		{"await Promise.reject(new RangeError('r'))", "RangeError: r"},
-		{"return {", "SyntaxError"},
+		{"return {", "SyntaxError: Unexpected end of input (line 1, column 9)"},
+		// Syntax errors are in the user's terms: their token and position, never
+		// the wrapper's.
+		{"1+", "SyntaxError: Unexpected end of input (line 1, column 3)"},
+		{"await 1 +", "SyntaxError: Unexpected end of input (line 1, column 10)"},
+		{"1 }", "SyntaxError: Unexpected token '}' (line 1, column 3)"},
+		{"const a = 1;\nlet b = );", "SyntaxError: Unexpected token ')' (line 2, column 9)"},
+		{"const a = await 1;\nlet b = );", "SyntaxError: Unexpected token ')' (line 2, column 9)"},
+		{"foo(\n\n", "SyntaxError: Unexpected end of input (line 3, column 1)"},
 		{"({ toJSON() { throw new Error('no json') } })", "no json"},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,14 +216,15 @@ func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
 	return &proto.Result{OK: true, Result: json.RawMessage(out)}
 }
 
-// start runs the code in the first form that compiles (see wrapCode) and returns the
+// start runs the code in the first form that compiles (see wrap.go) and returns the
 // promise of its value.
 func (w *warm) start(code string) (*v8.Value, error) {
 	expr, plain, body := wrapCode(code)
 	if script, err := w.iso.CompileUnboundScript(expr, "code.js", v8.CompileOptions{}); err == nil {
 		return script.Run(w.ctx)
 	}
-	if _, err := w.iso.CompileUnboundScript(plain, "code.js", v8.CompileOptions{}); err == nil {
+	_, scriptErr := w.iso.CompileUnboundScript(plain, "code.js", v8.CompileOptions{})
+	if scriptErr == nil {
 		src, err := v8.NewValue(w.iso, plain)
 		if err != nil {
 			return nil, err
@@ -231,7 +233,18 @@ func (w *warm) start(code string) (*v8.Value, error) {
 	}
 	script, err := w.iso.CompileUnboundScript(body, "code.js", v8.CompileOptions{})
 	if err != nil {
+		var bodyErr, plainErr *v8.JSError
+		if errors.As(err, &bodyErr) && errors.As(scriptErr, &plainErr) && strings.HasPrefix(bodyErr.Message, "SyntaxError") {
+			return nil, &v8.JSError{Message: syntaxError(code, bodyErr.Message, bodyErr.Location, plainErr.Message, plainErr.Location)}
+		}
 		return nil, err
+	}
+	// Only code V8 accepts reaches the statement finder, so it never meets nesting
+	// deeper than V8's own parser allows.
+	if withReturn, ok := returnLast(code); ok {
+		if s, err := w.iso.CompileUnboundScript(withReturn, "code.js", v8.CompileOptions{}); err == nil {
+			script = s
+		}
 	}
 	return script.Run(w.ctx)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"github.com/autobox-dev/autobox/worker/proto"
@@ -140,13 +139,4 @@ func heapFlags(memoryMb int) []string {
 		fmt.Sprintf("--max-old-space-size=%d", memoryMb),
 		fmt.Sprintf("--max-semi-space-size=%d", semi),
 	}
-}
-
-// wrapCode gives the forms the call's code is tried in, in order: a bare expression
-// (trailing semicolons dropped) awaited in an async arrow; the code as a plain script,
-// whose value is that of its last expression statement (so `const a = 1; a + 1` is 2);
-// and, for code with top-level `await` or `return`, an async function body.
-func wrapCode(code string) (expr, script, body string) {
-	t := strings.TrimRight(code, " \t\r\n;")
-	return "(async () => (\n" + t + "\n))()", code, "(async () => {\n" + code + "\n})()"
 }

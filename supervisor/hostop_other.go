@@ -1,0 +1,7 @@
+//go:build !linux
+
+package supervisor
+
+// asCaller is a no-op where capabilities are not per thread: the bridge's file
+// access is the server's.
+func asCaller() error { return nil }
