@@ -55,13 +55,6 @@ func readOnlyMounts(p *policy.Sandbox) error {
 	return nil
 }
 
-// NoNamespacesEnv, set to 1 in the environment of the process that starts
-// launchers, makes the jail use no namespaces even where it could: no pid
-// namespace, no private root, no read-only remount. The sandbox is then what
-// an unprivileged user gets (Landlock, seccomp, the process-tree sweep); the
-// tests use it to check those paths on a root machine.
-const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
-
 var namespacesOff = os.Getenv(NoNamespacesEnv) == "1"
 
 // wantPrivateRoot reports whether the calling thread may and should build a
