@@ -37,6 +37,8 @@ const (
 	tagError    = 8
 	tagKind     = 9
 	tagRoot     = 10
+	tagStdin    = 11
+	tagTerminal = 12
 )
 
 // Tags of policy.Command.
@@ -122,6 +124,8 @@ func (e *encoder) message(m *message) {
 	e.int(tagPid, m.Pid)
 	e.flag(tagPrepared, m.Prepared)
 	e.flag(tagRoot, m.PrivateRoot)
+	e.flag(tagStdin, m.Stdin)
+	e.flag(tagTerminal, m.Terminal)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -247,6 +251,10 @@ func (d *decoder) message(m *message) error {
 			m.Prepared = true
 		case tagRoot:
 			m.PrivateRoot = true
+		case tagStdin:
+			m.Stdin = true
+		case tagTerminal:
+			m.Terminal = true
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:
