@@ -49,6 +49,8 @@ Usage:
 Serve flags:
   --pool N                warm JS workers kept ready (default 2)
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
+  --max-sessions N        exec_command sessions (yieldMs) open at once (default 16)
+  --session-idle D        end a session no call has named for D (default 10m)
   --cpuprofile FILE       write a CPU profile of the server (development)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
