@@ -28,6 +28,11 @@ var commandWords = map[string]words{
 	"exec": {
 		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "cwd": "--cwd",
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
+		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",
+	},
+	"session": {
+		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",
+		"exec_command": "autobox exec",
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",

@@ -399,3 +399,66 @@ func TestSessionSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestCLISession: `autobox exec --yield` starts a session in a session server
+// of the user's own, `autobox session` drives it, and the server ends by itself
+// after its last session, leaving nothing.
+func TestCLISession(t *testing.T) {
+	requireSandbox(t)
+	h := newCLIHome(t)
+	h.sessions = true
+	r := h.run("", "exec", "--yield", "2s", "--timeout", "1m", "--", "sh", "-c", "echo hi; sleep 1; echo bye >&2; exit 3")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "s-") || !strings.Contains(r.stderr, "hi\n") || !strings.Contains(r.stderr, "autobox session poll") {
+		t.Fatalf("exec --yield: %s", r)
+	}
+	server := 0
+	for _, p := range procsOf(bin) {
+		if strings.Contains(p, " session serve ") {
+			if server != 0 {
+				t.Errorf("two session servers: %v", procsOf(bin))
+			}
+			server, _ = strconv.Atoi(p[:strings.IndexByte(p, ':')])
+		}
+	}
+	if server == 0 {
+		t.Fatalf("no session server runs: %v", procsOf(bin))
+	}
+	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+	var final cliRun
+	for i := 0; i < 10; i++ {
+		if final = h.run("", "session", "poll", "--yield", "5s", id); final.code != 0 {
+			break
+		}
+	}
+	h.want(final, 3, "", "bye\n")
+	h.want(h.run("", "session", "poll", id), 125, "", `unknown or ended session "`+id+`": its final result was read already`)
+	h.want(h.run("", "session", "poll", "s-nothing"), 125, "", "autobox session list shows the open ones")
+
+	r = h.run("", "exec", "--yield", "0", "--", "cat")
+	id = strings.TrimSpace(r.stdout)
+	h.want(h.run("", "session", "write", "--yield", "5s", id, "hello\n"), 0, "hello\n", "")
+	w := h.run("last", "session", "write", "--yield", "5s", "--close-stdin", id, "-")
+	for w.code == 0 && !strings.Contains(w.stdout, "last") {
+		w = h.run("", "session", "poll", "--yield", "5s", id)
+	}
+	if !strings.Contains(w.stdout, "last") {
+		t.Errorf("write from stdin: %s", w)
+	}
+
+	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
+	id = strings.TrimSpace(r.stdout)
+	h.want(h.run("", "session", "write", "--yield", "5s", id, "echo $((6*7))\n"), 0, "42", "")
+	h.want(h.run("", "session", "close", "--json", id), 130, `"killed":true`, "")
+	h.want(h.run("", "exec", "--tty", "--", "true"), 125, "", "--tty needs --yield")
+
+	// The server ends a few seconds after its last session, and takes nothing
+	// with it that it should not have left.
+	for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session server did not end: %v", procsOf(bin))
+		}
+	}
+	checkNothingLeft(t, server)
+	h.want(h.run("", "session", "list"), 0, "ID", "")
+}
