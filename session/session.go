@@ -416,6 +416,7 @@ type Session[E any] struct {
 	stderr   *stream       // nil on a terminal
 	changed  chan struct{} // closed (and replaced) when output arrives or the command ends
 	lastCall time.Time
+	drained  bool // every output is closed: the end is near
 	ended    bool // the command and its outputs are done; end is set
 	end      E
 	done     chan struct{} // closed when ended is set
@@ -453,12 +454,19 @@ func (s *Session[E]) run() {
 		drains.Add(1)
 		go s.drain(s.spec.Stderr, s.stderr, &drains)
 	}
+	drained := make(chan struct{})
+	go func() {
+		drains.Wait()
+		s.mu.Lock()
+		s.drained = true
+		s.changedLocked()
+		s.mu.Unlock()
+		close(drained)
+	}()
 	go func() {
 		end := s.spec.Wait()
 		// The tree is gone, so the outputs close once what it wrote has been
 		// read; a straggler holding one open is not waited for long.
-		drained := make(chan struct{})
-		go func() { drains.Wait(); close(drained) }()
 		select {
 		case <-drained:
 		case <-time.After(drainGrace):
@@ -547,7 +555,8 @@ func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E]
 }
 
 // await returns when the command has ended, an answer is full, output has come
-// and been quiet for settle, wait has passed or ctx is done.
+// and been quiet for settle (while an output is open), wait has passed or ctx
+// is done.
 func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 	if wait <= 0 {
 		return
@@ -564,7 +573,9 @@ func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 	for {
 		s.mu.Lock()
 		done := s.ended || s.stdout.full() || s.stderr.full()
-		some := s.stdout.pending() || s.stderr.pending()
+		// Once every output is closed, no process of the tree is left to
+		// write: its end comes next, and is waited for rather than the pause.
+		some := (s.stdout.pending() || s.stderr.pending()) && !s.drained
 		changed := s.changed
 		s.mu.Unlock()
 		if done {
