@@ -266,7 +266,8 @@ func newID() string {
 	return "s-" + hex.EncodeToString(b[:])
 }
 
-// get finds an open session and counts the call as one that asked about it.
+// get finds an open session and counts the call as one that asked about it,
+// until the call calls leave.
 func (t *Table[E]) get(id string) (*Session[E], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -307,6 +308,7 @@ func (t *Table[E]) Poll(ctx context.Context, id string, wait time.Duration) (*An
 	if err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	return s.answer(ctx, wait)
 }
 
@@ -319,6 +321,7 @@ func (t *Table[E]) Write(ctx context.Context, id string, input []byte, closeStdi
 	if err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	if err := s.write(input, closeStdin); err != nil {
 		return nil, err
 	}
@@ -332,6 +335,7 @@ func (t *Table[E]) Signal(ctx context.Context, id, sig string, wait time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	if !s.isEnded() {
 		if err := s.spec.Signal(sig); err != nil {
 			return nil, fmt.Errorf("session %s: sending SIG%s: %w", id, sig, err)
@@ -347,6 +351,7 @@ func (t *Table[E]) Close(ctx context.Context, id string) (*Answer[E], error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.leave()
 	if !s.isEnded() {
 		s.spec.End(ClosedNote)
 	}
@@ -416,6 +421,7 @@ type Session[E any] struct {
 	stderr   *stream       // nil on a terminal
 	changed  chan struct{} // closed (and replaced) when output arrives or the command ends
 	lastCall time.Time
+	calls    int  // calls in progress: the session is not idle
 	drained  bool // every output is closed: the end is near
 	ended    bool // the command and its outputs are done; end is set
 	end      E
@@ -425,12 +431,21 @@ type Session[E any] struct {
 // ID is the session's id.
 func (s *Session[E]) ID() string { return s.id }
 
-// touch counts a call (with the table's lock held).
+// touch counts a call that begins (with the table's lock held).
 func (s *Session[E]) touch() {
 	s.mu.Lock()
 	s.lastCall = time.Now()
+	s.calls++
 	s.mu.Unlock()
 	s.idle.Reset(s.t.opts.Idle)
+}
+
+// leave counts a call that ends: the idle time counts from then.
+func (s *Session[E]) leave() {
+	s.mu.Lock()
+	s.lastCall = time.Now()
+	s.calls--
+	s.mu.Unlock()
 }
 
 func (s *Session[E]) isEnded() bool {
@@ -524,8 +539,13 @@ func (s *Session[E]) idleOut() {
 	s.mu.Lock()
 	quiet := time.Since(s.lastCall)
 	ended := s.ended
+	busy := s.calls > 0
 	s.mu.Unlock()
-	if quiet < s.t.opts.Idle {
+	switch {
+	case busy: // a long poll, say
+		s.idle.Reset(s.t.opts.Idle)
+		return
+	case quiet < s.t.opts.Idle:
 		s.idle.Reset(s.t.opts.Idle - quiet) // a call came meanwhile
 		return
 	}

@@ -263,6 +263,23 @@ func TestTableIdle(t *testing.T) {
 	}
 }
 
+// TestTableBusyIsNotIdle: a call in progress (a long poll) keeps a session
+// from its idle end.
+func TestTableBusyIsNotIdle(t *testing.T) {
+	tab := NewTable[string](&Options{Idle: 50 * time.Millisecond})
+	f := newFake(t)
+	id := open(t, tab, f)
+	a, err := tab.Poll(context.Background(), id, 300*time.Millisecond)
+	if err != nil || !a.Running {
+		t.Fatalf("a poll longer than the idle limit: %+v, %v", a, err)
+	}
+	select {
+	case how := <-f.how:
+		t.Fatalf("ended during the poll: %q", how)
+	default:
+	}
+}
+
 // TestTableFlood: output nobody reads costs bounded memory, and is slowed down.
 func TestTableFlood(t *testing.T) {
 	tab := NewTable[string](nil)
