@@ -36,8 +36,15 @@ func oomKilled(t tree) bool {
 	return ok && k.OOMKilled()
 }
 
-// rssPoll is how often the watchdog measures a command tree.
-const rssPoll = 10 * time.Millisecond
+// rssPoll is how often the watchdog measures a command tree; rssPollLong, once
+// the tree has been watched for rssPollLongAfter, which only sessions reach. A
+// measurement walks the tree in /proc (~0.3 ms for a launcher and one command):
+// 16 sessions at rssPoll took 60% of a core.
+const (
+	rssPoll          = 10 * time.Millisecond
+	rssPollLong      = 100 * time.Millisecond
+	rssPollLongAfter = 30 * time.Second
+)
 
 // watchRSS polls the resident memory of root and all its descendants and calls
 // breach once when it passes limit. The returned func stops the watchdog; once it has
@@ -49,6 +56,7 @@ func watchRSS(root int, limit int64, breach func(rss int64)) (stop func()) {
 	var t *time.Timer
 	mu.Lock() // t is set before the first tick reads it
 	defer mu.Unlock()
+	long := time.Now().Add(rssPollLongAfter)
 	t = time.AfterFunc(rssPoll, func() {
 		rss := treeRSS(int32(root))
 		mu.Lock()
@@ -57,6 +65,8 @@ func watchRSS(root int, limit int64, breach func(rss int64)) (stop func()) {
 		case stopped:
 		case rss > limit:
 			breach(rss)
+		case time.Now().After(long):
+			t.Reset(rssPollLong)
 		default:
 			t.Reset(rssPoll)
 		}
