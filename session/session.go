@@ -302,7 +302,7 @@ func (t *Table[E]) remove(s *Session[E], why string) bool {
 
 // Poll answers with the output since the last answer, waiting up to wait for
 // some (see settle), or for the command's end; the final answer removes the
-// session. A cancelled ctx answers at once with what there is.
+// session. A cancelled ctx ends the wait with an error, and takes nothing.
 func (t *Table[E]) Poll(ctx context.Context, id string, wait time.Duration) (*Answer[E], error) {
 	s, err := t.get(id)
 	if err != nil {
@@ -562,6 +562,11 @@ func (s *Session[E]) idleOut() {
 // answer waits (see Poll) and answers; a final answer removes the session.
 func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E], error) {
 	s.await(ctx, wait)
+	if err := ctx.Err(); err != nil {
+		// Nobody will read this answer (the call was cancelled): its output
+		// stays for the next.
+		return nil, fmt.Errorf("session %s: the call was cancelled; its output waits for the next poll: %w", s.id, err)
+	}
 	s.mu.Lock()
 	final := s.ended
 	a := &Answer[E]{ID: s.id, Running: !final, End: s.end, Elapsed: time.Since(s.started)}

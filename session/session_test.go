@@ -306,3 +306,20 @@ func TestTableFlood(t *testing.T) {
 	}
 	t.Logf("wrote %d MB in 0.5 s against the flood limit", written>>20)
 }
+
+// TestTableCancelledPollTakesNothing: the output a cancelled call would have
+// answered with stays for the next one.
+func TestTableCancelledPollTakesNothing(t *testing.T) {
+	tab := NewTable[string](nil)
+	f := newFake(t)
+	id := open(t, tab, f)
+	f.stdoutW.WriteString("kept")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tab.Poll(ctx, id, time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled poll: %v", err)
+	}
+	if a, err := tab.Poll(context.Background(), id, 10*time.Second); err != nil || a.Stdout != "kept" {
+		t.Errorf("next poll = %+v, %v", a, err)
+	}
+}
