@@ -91,7 +91,7 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, fmt.Errorf("%w: command is %d bytes, at most %d allowed", policy.ErrInvalid, total, maxArgBytes)
 	}
 	var err error
-	if err := c.validateSession(in); err != nil {
+	if err = c.validateSession(in); err != nil {
 		return nil, err
 	}
 	if c.timeoutMs, err = c.boundedTimeout(in.TimeoutMs); err != nil {

@@ -293,7 +293,8 @@ func TestInspectorCLI(t *testing.T) {
 	// that ends within its yield answers as an ordinary result; exec_session
 	// list answers with none open.
 	if canSandbox() {
-		if o := call("exec_command", map[string]any{"command": []string{"echo", "hi"}, "yieldMs": 10000}, false); o["stdout"] != "hi\n" || o["running"] != nil {
+		// It prints nothing, so that no pause of its output answers before its end.
+		if o := call("exec_command", map[string]any{"command": []string{"sh", "-c", "exit 3"}, "yieldMs": 10000}, false); o["exitCode"] != float64(3) || o["running"] != nil {
 			t.Errorf("exec_command with yieldMs: %v", o)
 		}
 	}
