@@ -335,7 +335,11 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}
 	a.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 	o = a.startSession(map[string]any{"command": bash("sleep 0.3"), "timeoutMs": 60000})
-	time.Sleep(time.Second)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if l, _ := a.sess(map[string]any{"action": "list"}); len(l.Sessions) == 1 && l.Sessions[0].State == "ended" {
+			break
+		}
+	}
 	if w, isErr := a.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "x\n"}); !isErr || !strings.Contains(w.Error, "has ended") {
 		t.Errorf("write to an ended session: %+v", w)
 	}
@@ -426,12 +430,16 @@ func TestCLISession(t *testing.T) {
 	}
 	h.want(h.run("", "session", "list"), 0, id+"  running", "")
 	var final cliRun
+	var stderr string
 	for i := 0; i < 10; i++ {
-		if final = h.run("", "session", "poll", "--yield", "5s", id); final.code != 0 {
+		final = h.run("", "session", "poll", "--yield", "5s", id)
+		if stderr += final.stderr; final.code != 0 {
 			break
 		}
 	}
-	h.want(final, 3, "", "bye\n")
+	if final.code != 3 || stderr != "bye\n" {
+		t.Errorf("polls to the end: stderr %q, then %s", stderr, final)
+	}
 	h.want(h.run("", "session", "poll", id), 125, "", `unknown or ended session "`+id+`": its final result was read already`)
 	h.want(h.run("", "session", "poll", "s-nothing"), 125, "", "autobox session list shows the open ones")
 

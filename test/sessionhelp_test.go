@@ -68,18 +68,19 @@ func (s *session) until(id, want string, so string) (string, sessOut) {
 }
 
 // finish polls a session until its final answer, and returns all the stdout and
-// that answer.
+// that answer, with all the stderr.
 func (s *session) finish(id string) (string, sessOut) {
 	s.t.Helper()
-	var all string
+	var all, errs string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		o, _ := s.sess(map[string]any{"sessionId": id, "action": "poll", "yieldMs": 5000})
 		if o.Error != "" {
 			s.t.Fatalf("poll %s: %s", id, o.Error)
 		}
-		all += o.Stdout
+		all, errs = all+o.Stdout, errs+o.Stderr
 		if !o.Running {
+			o.Stderr = errs
 			return all, o
 		}
 		if time.Now().After(deadline) {
@@ -117,12 +118,14 @@ func (s *session) execAsSession(args map[string]any) (execOut, bool) {
 }
 
 // through returns o's stdout and, while its command runs, the rest of the
-// stdout up to the final answer, which it returns with it.
+// stdout up to the final answer, which it returns with it (and all the stderr
+// from o's on).
 func (s *session) through(o sessOut) (string, sessOut) {
 	s.t.Helper()
 	if !o.Running {
 		return o.Stdout, o
 	}
 	more, f := s.finish(o.SessionID)
+	f.Stderr = o.Stderr + f.Stderr
 	return o.Stdout + more, f
 }
