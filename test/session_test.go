@@ -200,16 +200,25 @@ func TestSessionLimit(t *testing.T) {
 // disconnects, and when the server is killed outright (checked with ps).
 func TestSessionEndsWithClient(t *testing.T) {
 	requireSandbox(t)
-	psHas := func(marker string) bool {
+	psHas := func(t *testing.T, marker string) bool {
 		out, err := exec.Command("ps", "-eo", "args").Output()
 		if err != nil {
 			t.Fatalf("ps: %v", err)
 		}
 		return strings.Contains(string(out), marker)
 	}
-	waitNone := func(what, marker string) {
+	// yieldMs 0 answers before the command may have run: wait for it.
+	waitRunning := func(t *testing.T, marker string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); psHas(marker); time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); !psHas(t, marker); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the session's command is not running (positive control)")
+			}
+		}
+	}
+	waitNone := func(t *testing.T, what, marker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); psHas(t, marker); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Errorf("%s: a process of the session is still running (ps shows %q)", what, marker)
 				return
@@ -221,22 +230,18 @@ func TestSessionEndsWithClient(t *testing.T) {
 		marker := fmt.Sprintf("sleep 700.%d", os.Getpid())
 		s.startSession(map[string]any{"command": bash(marker + " & " + marker), "timeoutMs": 120000})
 		s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "timeoutMs": 120000})
-		if !psHas(marker) {
-			t.Fatal("the session's command is not running (positive control)")
-		}
+		waitRunning(t, marker)
 		s.cs.Close()
-		waitNone("client gone", marker)
+		waitNone(t, "client gone", marker)
 	})
 	for _, m := range serverModes(t) {
 		t.Run("SIGKILL/"+m.name, func(t *testing.T) {
 			s := startEnv(t, m.env)
 			marker := fmt.Sprintf("sleep 701.%d", os.Getpid())
 			s.startSession(map[string]any{"command": bash("setsid " + marker + " & " + marker), "timeoutMs": 120000})
-			if !psHas(marker) {
-				t.Fatal("the session's command is not running (positive control)")
-			}
+			waitRunning(t, marker)
 			s.cmd.Process.Kill()
-			waitNone("server killed", marker)
+			waitNone(t, "server killed", marker)
 			// Its scratch dirs and cgroups are for the next autobox process to sweep.
 			next := exec.Command(bin, "doctor")
 			next.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + s.tmp, "AUTOBOX_STATE_DIR=" + t.TempDir()}
