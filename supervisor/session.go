@@ -16,8 +16,8 @@ import (
 	"github.com/autobox-dev/autobox/session"
 )
 
-// Sessions: exec_command with yieldMs (or tty) starts its command as package
-// session keeps it, and answers after at most yieldMs; exec_session polls,
+// Sessions: exec_command with yieldMs starts its command as package session
+// keeps it (with a terminal if tty), and answers after at most yieldMs; exec_session polls,
 // writes, signals, closes and lists. A session is an exec_command call that
 // outlives its first answer: the same launcher, sandbox, RSS watchdog, memory
 // cgroup and time limit, for the command's whole life; it ends with its
