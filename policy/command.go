@@ -15,6 +15,8 @@ type Command struct {
 	// Unsafe runs the command without the OS sandbox: only for a server started
 	// with the explicit unsafe flag. Process-tree handling stays.
 	Unsafe bool
+	// Limits are the tree's resource limits (nil: none); see Limits.
+	Limits *Limits
 }
 
 // Exit is how a sandboxed command ended.
@@ -27,4 +29,7 @@ type Exit struct {
 	ExitCode int
 	// Signal is the name of the signal that ended it ("SIGKILL"), or "".
 	Signal string
+	// Usage is what the enforcer measured of the tree once it was gone (the
+	// kernel's accounting of every process it reaped); zero when it could not.
+	Usage Usage
 }
