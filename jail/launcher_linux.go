@@ -111,7 +111,7 @@ func launch() int {
 	}()
 	ws := reap(pid, requestStop)
 	close(empty)
-	msg := &message{Type: msgExit}
+	msg := &message{Type: msgExit, Usage: treeUsage()}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
@@ -130,6 +130,7 @@ func launch() int {
 // minus the launcher's exit code (0 or less) after reporting why.
 func commandThread(status *os.File, started chan<- int) {
 	runtime.LockOSThread()
+	joinCmdCgroups()
 	oomScore.open()
 	started <- startFromSpec(status)
 }
@@ -248,6 +249,10 @@ func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bo
 		if err := restrictThread(&spec.Sandbox, pr, privateRoot); err != nil {
 			return 0, privateRoot, nil, err
 		}
+	}
+	// Last, as they bind the launcher too (see applyRlimits).
+	if err := applyRlimits(spec.Limits); err != nil {
+		return 0, privateRoot, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
 	if env == nil {
