@@ -119,6 +119,6 @@ func (r *resourceFlags) register(fs *flag.FlagSet) {
 	r.processes, r.writeMb, r.cpu, r.files = optInt(), optInt(), optMillis(), optInt()
 	fs.Var(&r.processes, "max-processes", fmt.Sprintf("processes and threads alive at once (default %d, %d-%d)", policy.ExecDefaultMaxProcesses, policy.ExecMinMaxProcesses, policy.ExecMaxMaxProcesses))
 	fs.Var(&r.writeMb, "max-write-mb", fmt.Sprintf("MB the command may write to files; one file past it gets EFBIG (default %d, 0-%d)", policy.ExecDefaultMaxWriteMb, policy.ExecMaxMaxWriteMb))
-	fs.Var(&r.cpu, "cpu", fmt.Sprintf("CPU time of the whole tree: milliseconds or a duration like 2s (default: none, %d-%dms)", policy.ExecMinCPUMs, policy.ExecMaxCPUMs))
+	fs.Var(&r.cpu, "cpu", fmt.Sprintf("CPU time of the whole tree: milliseconds or a duration like 2s (default 0: none, max %dms)", policy.ExecMaxCPUMs))
 	fs.Var(&r.files, "max-open-files", fmt.Sprintf("open files per process (default %d, %d-%d)", policy.ExecDefaultMaxOpenFiles, policy.ExecMinMaxOpenFiles, policy.ExecMaxMaxOpenFiles))
 }

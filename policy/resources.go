@@ -12,8 +12,7 @@ const (
 	ExecDefaultMaxWriteMb = 1024
 	ExecMaxMaxWriteMb     = 65536
 
-	// cpuMs has no default: absent, a call is bounded by its wall time only.
-	ExecMinCPUMs = 1
+	// cpuMs defaults to 0: no CPU limit, a call is bounded by its wall time only.
 	ExecMaxCPUMs = 1000000
 
 	ExecDefaultMaxOpenFiles = 1024

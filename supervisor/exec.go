@@ -30,7 +30,7 @@ type ExecInput struct {
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
 	MaxWriteMb   *int               `json:"maxWriteMb,omitempty" jsonschema:"MB the tree may write to files (rw mounts, workspaces, scratch); a single file past it gets EFBIG, all of them together past it kill the call"`
-	CpuMs        *int               `json:"cpuMs,omitempty" jsonschema:"CPU time of the whole tree in ms; absent: only the wall-clock limit"`
+	CpuMs        *int               `json:"cpuMs,omitempty" jsonschema:"CPU time of the whole tree in ms; 0: no CPU limit, only the wall-clock one"`
 	MaxOpenFiles *int               `json:"maxOpenFiles,omitempty" jsonschema:"open files per process (RLIMIT_NOFILE)"`
 }
 

@@ -22,7 +22,7 @@ import (
 var (
 	execMaxProcesses = intParam{"maxProcesses", policy.ExecDefaultMaxProcesses, policy.ExecMinMaxProcesses, policy.ExecMaxMaxProcesses}
 	execMaxWriteMb   = intParam{"maxWriteMb", policy.ExecDefaultMaxWriteMb, 0, policy.ExecMaxMaxWriteMb}
-	execCPUMs        = intParam{"cpuMs", noDefault, policy.ExecMinCPUMs, policy.ExecMaxCPUMs}
+	execCPUMs        = intParam{"cpuMs", 0, 0, policy.ExecMaxCPUMs}
 	execMaxOpenFiles = intParam{"maxOpenFiles", policy.ExecDefaultMaxOpenFiles, policy.ExecMinMaxOpenFiles, policy.ExecMaxMaxOpenFiles}
 )
 
@@ -62,10 +62,8 @@ func (a limitArgs) limits(memoryMb int) (treeLimits, error) {
 	if err != nil {
 		return l, err
 	}
-	if a.cpuMs != nil {
-		if l.cpuMs, err = bounded(execCPUMs, a.cpuMs); err != nil {
-			return l, err
-		}
+	if l.cpuMs, err = bounded(execCPUMs, a.cpuMs); err != nil {
+		return l, err
 	}
 	if hard, ok := hardOpenFiles(); ok && uint64(files) > hard {
 		return l, fmt.Errorf("%w: maxOpenFiles %d is above this host's hard limit of %d open files (ulimit -Hn), which autobox cannot raise", policy.ErrInvalid, files, hard)

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -44,17 +43,10 @@ var (
 	execMemoryMb  = intParam{"memoryMb", policy.ExecDefaultMemoryMb, policy.ExecMinMemoryMb, policy.ExecMaxMemoryMb}
 )
 
-// noDefault marks an intParam that is not set when absent (cpuMs).
-const noDefault = math.MinInt64
-
-// bounded returns the parameter's value, its default when v is nil (0 for a
-// parameter without one), or the error naming the parameter when v is out of
-// bounds.
+// bounded returns the parameter's value, its default when v is nil, or the error
+// naming the parameter when v is out of bounds.
 func bounded[T int | int64](p intParam, v *T) (T, error) {
 	if v == nil {
-		if p.def == noDefault {
-			return 0, nil
-		}
 		return T(p.def), nil
 	}
 	if int64(*v) < p.min || int64(*v) > p.max {
@@ -70,10 +62,6 @@ func (p intParam) rule() rule {
 	return func(s *jsonschema.Schema) {
 		lo, hi := float64(p.min), float64(p.max)
 		s.Minimum, s.Maximum = &lo, &hi
-		if p.def == noDefault {
-			s.Description += fmt.Sprintf(" (default: none; %d-%d)", p.min, p.max)
-			return
-		}
 		s.Default = mustJSON(p.def)
 		s.Description += fmt.Sprintf(" (default %d; %d-%d)", p.def, p.min, p.max)
 	}
