@@ -8,7 +8,8 @@ import (
 )
 
 // LineValue reads the number after key at the start of a line of b, as in
-// /proc/<pid>/io ("write_bytes: 123") or memory.stat ("shmem 123"); 0 if none.
+// /proc/<pid>/io ("write_bytes: 123"), /proc/<pid>/status ("RssAnon:  12 kB", in
+// the unit the file gives) or memory.stat ("shmem 123"); 0 if none.
 func LineValue(b []byte, key string) int64 {
 	i := 0
 	if !bytes.HasPrefix(b, []byte(key)) {
@@ -21,8 +22,19 @@ func LineValue(b []byte, key string) int64 {
 	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
 		rest = rest[:j]
 	}
-	v, _ := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+	f := bytes.Fields(rest) // "123", or "123 kB" in /proc/<pid>/status
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(string(f[0]), 10, 64)
 	return v
+}
+
+// Resident is the memory a process holds of its own, from its /proc/<pid>/status:
+// anonymous pages and shared memory (tmpfs, memfd, SysV), not the pages of files it
+// maps (its program and libraries, which every process running them shares).
+func Resident(status []byte) int64 {
+	return (LineValue(status, "RssAnon:") + LineValue(status, "RssShmem:")) << 10
 }
 
 // Written is the bytes a process wrote, from its /proc/<pid>/io: what it dirtied

@@ -15,24 +15,25 @@ import (
 // (/proc/<pid>/task/<tid>/children), cheap enough every few milliseconds,
 // unlike a scan of all of /proc; orphans are reparented to the launcher (a
 // subreaper, or a pid namespace's init), so they stay in the tree. Each
-// process costs one read of /proc/<pid>/stat (resident pages, threads, CPU
-// time of itself and of the children it reaped) and one of /proc/<pid>/io
-// (bytes it dirtied in the page cache, less what it truncated before it
-// reached the disk, and the same of the children it reaped), so the figures of
-// processes that are gone are still counted, in their reaper's.
+// process costs a read of /proc/<pid>/stat (threads, CPU time of itself and of
+// the children it reaped), of /proc/<pid>/status (its own memory: anonymous
+// and shared memory, not the file pages of its program and libraries, which
+// every process running them shares and which would count 256 times in 256
+// shells) and of /proc/<pid>/io (bytes it dirtied in the page cache, less what
+// it truncated before it reached the disk, and the same of the children it
+// reaped), so the figures of processes that are gone are still counted, in
+// their reaper's.
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on every
 // architecture Linux builds for autobox's).
 const clockTicks = 100
-
-var pageSize = int64(os.Getpagesize())
 
 // maxTree bounds a walk (a fork bomb's tree held by no pids limit).
 const maxTree = 65536
 
 func measure(root int, excludeRoot, writes bool) sample {
 	var s sample
-	buf := make([]byte, 1024)
+	buf := make([]byte, 4096) // status is ~1.5 KB
 	pids := []int{root}
 	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
 		pid := pids[i]
@@ -43,7 +44,7 @@ func measure(root int, excludeRoot, writes bool) sample {
 		}
 		reaped := st.cutime + st.cstime
 		if !(excludeRoot && pid == root) {
-			s.rss += st.rss * pageSize
+			s.rss += procfs.Resident(readFile("/proc/"+strconv.Itoa(pid)+"/status", buf))
 			s.tasks += st.threads
 			reaped += st.utime + st.stime
 		}
@@ -79,7 +80,6 @@ func appendChildren(pids []int, pid int) []int {
 type stat struct {
 	utime, stime, cutime, cstime int64 // clock ticks
 	threads                      int
-	rss                          int64 // pages
 }
 
 // readStat parses /proc/<pid>/stat; false if the process is gone.
@@ -95,12 +95,12 @@ func readStat(pid int, buf []byte) (stat, bool) {
 		return stat{}, false
 	}
 	// Field n of proc(5) is f[n-3]: utime 14, stime 15, cutime 16, cstime 17,
-	// num_threads 20, rss 24.
+	// num_threads 20.
 	n := func(k int) int64 {
 		v, _ := strconv.ParseInt(string(f[k-3]), 10, 64)
 		return v
 	}
-	return stat{utime: n(14), stime: n(15), cutime: n(16), cstime: n(17), threads: int(n(20)), rss: max(0, n(24))}, true
+	return stat{utime: n(14), stime: n(15), cutime: n(16), cstime: n(17), threads: int(n(20))}, true
 }
 
 // readWritten is a process's write_bytes less its cancelled_write_bytes (its

@@ -55,6 +55,10 @@ type Breach struct {
 // Kernel is what an enforcer's cgroups tell beyond the per-process figures;
 // optional.
 type Kernel interface {
+	// KernelProcessLimit reports whether the kernel holds the tree to its
+	// process limit (then the watchdog ends the call on refused forks, not on
+	// its own count, which can be off by a process that moves while it walks).
+	KernelProcessLimit() bool
 	// ForksRefused is how many forks of the tree the kernel refused at its
 	// process limit.
 	ForksRefused() int
@@ -78,15 +82,17 @@ type Options struct {
 
 // Watch is a running watchdog.
 type Watch struct {
-	root    int
-	limits  Limits
-	opts    Options
-	breach  func(Breach)
-	mu      sync.Mutex
-	stopped bool
-	fired   bool
-	timer   *time.Timer
-	usage   policy.Usage
+	root   int
+	limits Limits
+	opts   Options
+	breach func(Breach)
+	// kernelCounts: the kernel holds the tree to its process limit.
+	kernelCounts bool
+	mu           sync.Mutex
+	stopped      bool
+	fired        bool
+	timer        *time.Timer
+	usage        policy.Usage
 }
 
 // Start polls the tree of root until Stop, and calls breach once, from the
@@ -94,7 +100,7 @@ type Watch struct {
 // goroutine: a call shorter than one poll costs no goroutine start or stop
 // hand-off.
 func Start(root int, l Limits, o Options, breach func(Breach)) *Watch {
-	w := &Watch{root: root, limits: l, opts: o, breach: breach}
+	w := &Watch{root: root, limits: l, opts: o, breach: breach, kernelCounts: o.Kernel != nil && o.Kernel.KernelProcessLimit()}
 	w.mu.Lock() // timer is set before the first tick reads it
 	defer w.mu.Unlock()
 	w.timer = time.AfterFunc(Interval, w.tick)
@@ -129,10 +135,14 @@ func (w *Watch) check(s sample) (Breach, bool) {
 	switch {
 	case l.Memory > 0 && s.rss > l.Memory:
 		return Breach{Kind: Memory, Value: s.rss}, true
+	case l.Processes > 0 && w.kernelCounts:
+		if n := w.opts.Kernel.ForksRefused(); n >= policy.ForkRefusalsToKill {
+			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
+		}
 	case l.Processes > 0 && s.tasks > l.Processes:
 		return Breach{Kind: Processes, Value: int64(s.tasks)}, true
-	case l.Processes > 0 && w.opts.Kernel != nil && w.opts.Kernel.ForksRefused() >= policy.ForkRefusalsToKill:
-		return Breach{Kind: Processes, Value: int64(w.opts.Kernel.ForksRefused()), Refused: true}, true
+	}
+	switch {
 	case l.Written >= 0 && s.written > l.Written:
 		return Breach{Kind: Disk, Value: s.written}, true
 	case l.CPU > 0 && s.cpu > l.CPU:
