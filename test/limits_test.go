@@ -238,6 +238,33 @@ func TestLimitDisk(t *testing.T) {
 	}
 }
 
+// TestLimitFallocate: fallocate(2) would allocate blocks without writing them,
+// out of sight of the write accounting (and with KEEP_SIZE of RLIMIT_FSIZE): it
+// fails with EOPNOTSUPP, and posix_fallocate writes the blocks instead, which
+// count.
+func TestLimitFallocate(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("fallocate"); err != nil {
+		t.Skip("fallocate(1) is not installed")
+	}
+	xfs, unmount, err := xfstest.MountXFS(t.TempDir(), 320<<20)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { unmount() })
+	s := start(t)
+	mounts := []map[string]any{{"hostPath": xfs, "sandboxPath": "/mnt/out", "mode": "rw"}}
+	o := s.limited(map[string]any{"command": bash("touch /mnt/out/a && fallocate --keep-size -l 200M /mnt/out/a; echo status=$?"), "mounts": mounts, "maxWriteMb": 20})
+	// fallocate(1) says "keep size mode is unsupported" for EOPNOTSUPP.
+	if o.Stdout != "status=1\n" || !strings.Contains(o.Stderr, "unsupported") {
+		t.Errorf("fallocate --keep-size: %+v", o)
+	}
+	o = s.limited(map[string]any{"command": bash("fallocate --posix -l 10M /mnt/out/b; echo status=$?"), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 10000})
+	if o.Stdout != "status=0\n" || !within(o.Usage.WrittenMb, 10) {
+		t.Errorf("fallocate --posix (written zeros): %+v", o)
+	}
+}
+
 // clean empties a host directory the calls wrote to ("" for the scratch dir,
 // which goes with its call).
 func clean(t *testing.T, dir string) {
