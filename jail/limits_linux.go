@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/procfs"
+	"github.com/autobox-dev/autobox/internal/rlimit"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -49,42 +50,23 @@ func applyRlimits(l *policy.Limits) error {
 	}
 	if l.WriteBytes >= 0 {
 		signal.Ignore(syscall.SIGXFSZ)
-		if err := setLimit(unix.RLIMIT_FSIZE, uint64(l.WriteBytes), uint64(l.WriteBytes)); err != nil {
+		if err := rlimit.Set(unix.RLIMIT_FSIZE, uint64(l.WriteBytes), uint64(l.WriteBytes)); err != nil {
 			return fmt.Errorf("RLIMIT_FSIZE %d: %w", l.WriteBytes, err)
 		}
 	}
 	if l.OpenFiles > 0 {
-		if err := setLimit(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)); err != nil {
+		if err := rlimit.Set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)); err != nil {
 			return fmt.Errorf("RLIMIT_NOFILE %d: %w", l.OpenFiles, err)
 		}
 	}
 	if l.CPU > 0 {
 		secs := uint64((l.CPU + time.Second - 1) / time.Second)
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGXCPU)
-		if err := setLimit(unix.RLIMIT_CPU, secs, secs+1); err != nil {
+		if err := rlimit.Set(unix.RLIMIT_CPU, secs, secs+1); err != nil {
 			return fmt.Errorf("RLIMIT_CPU %ds: %w", secs, err)
 		}
 	}
 	return nil
-}
-
-// setLimit sets a resource's soft and hard limits, never raising the hard one
-// (that would need CAP_SYS_RESOURCE): a hard limit below what is asked keeps
-// it, and a soft limit above it fails with EPERM as the kernel would.
-// syscall.Setrlimit, not x/sys: for RLIMIT_NOFILE it also tells ForkExec not to
-// restore, in the child, the soft limit Go found at start-up.
-func setLimit(resource int, soft, hard uint64) error {
-	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(resource, &cur); err != nil {
-		return err
-	}
-	if hard > cur.Max {
-		hard = cur.Max
-	}
-	if soft > hard {
-		return fmt.Errorf("above the hard limit of %d: %w", hard, unix.EPERM)
-	}
-	return syscall.Setrlimit(resource, &syscall.Rlimit{Cur: soft, Max: hard})
 }
 
 // HardOpenFiles is this process's hard RLIMIT_NOFILE, which launchers inherit

@@ -91,15 +91,23 @@ type Isolation struct {
 	OOMPinned bool
 	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
 	NamespacesOff bool
+	// ProcessCgroups: each command has a pids cgroup of its own whose limit is
+	// its maxProcesses (cgroup v1, where this process may make cgroups).
+	ProcessCgroups bool
+	// CPUCgroups: each command has a cpu cgroup of its own, of the default
+	// weight, so calls share the CPU equally.
+	CPUCgroups bool
 }
 
 // Isolations reports what launchers started by this process get.
 func Isolations() Isolation {
 	return Isolation{
-		PidNamespace:  usePidNamespace(),
-		PrivateRoot:   wantPrivateRoot(),
-		MemoryCgroups: probeCgroups() != nil,
-		OOMPinned:     hasCap(unix.CAP_SYS_RESOURCE),
-		NamespacesOff: namespacesOff,
+		PidNamespace:   usePidNamespace(),
+		PrivateRoot:    wantPrivateRoot(),
+		MemoryCgroups:  probeCgroups() != nil,
+		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
+		NamespacesOff:  namespacesOff,
+		ProcessCgroups: probeCmdCgroups() != nil && probeCmdCgroups().pids != "",
+		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
 	}
 }

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "sandbox-exec" {
 		fakeSandboxExec()
 	}
+	if len(os.Args) > 2 && os.Args[1] == "worker" && os.Args[2] == LimitsRole {
+		LimitsMain(os.Args[3:])
+	}
 	os.Exit(m.Run())
 }
 
@@ -354,5 +357,31 @@ func TestRelativePathEntriesIgnored(t *testing.T) {
 		if res, out, _ := run(t, spec); !res.Started || out != c.want {
 			t.Errorf("PATH=%s: %+v, stdout %q, want %q", c.path, res, out, c.want)
 		}
+	}
+}
+
+// TestLimits: a command with limits runs through `autobox worker limits` (here the
+// test binary), which sets its rlimits, soft and hard, and ignores SIGXFSZ, so a
+// write past the file size limit fails with EFBIG; then sandbox-exec, with the
+// same argv as without limits. (Unsafe here: the stand-in sandbox-exec is a Go
+// program, whose runtime handles SIGXFSZ again, so its command would not
+// inherit the ignored signal; /usr/bin/sandbox-exec keeps it.)
+func TestLimits(t *testing.T) {
+	limitsExe = os.Executable
+	spec := sandboxed("/bin/sh", "-c", `ulimit -Sn; ulimit -Hn; ulimit -St; ulimit -Ht; dd if=/dev/zero of=/tmp/autobox-limits-$$ bs=1000 count=3 2>&1; echo dd=$?; rm -f /tmp/autobox-limits-$$`)
+	spec.Unsafe = true
+	spec.Limits = &policy.Limits{WriteBytes: 2000, OpenFiles: 64, CPU: 1500 * time.Millisecond}
+	res, stdout, stderr := run(t, spec)
+	lines := strings.Split(stdout, "\n")
+	if res.ExitCode != 0 || len(lines) < 4 || strings.Join(lines[:4], ",") != "64,64,2,3" || !strings.Contains(stdout, "File too large") || !strings.Contains(stdout, "dd=1") {
+		t.Errorf("limits: %+v stdout %q stderr %q", res, stdout, stderr)
+	}
+	// Without a per-process limit, no wrapper.
+	if got := limitsArgv("/x/autobox", &policy.Limits{WriteBytes: -1, Processes: 5}, "/bin/true", []string{"true"}); got != nil {
+		t.Errorf("argv without rlimits: %q", got)
+	}
+	want := []string{"/x/autobox", "worker", "limits", "--fsize", "0", "--cpu", "1", "--", "/usr/bin/sandbox-exec", "sandbox-exec", "-p", "x"}
+	if got := limitsArgv("/x/autobox", &policy.Limits{CPU: time.Millisecond}, "/usr/bin/sandbox-exec", []string{"sandbox-exec", "-p", "x"}); !slices.Equal(got, want) {
+		t.Errorf("argv: %q, want %q", got, want)
 	}
 }

@@ -54,6 +54,15 @@ func launch(sandboxExec string, spec *Spec, stdout, stderr *os.File) (*Tree, err
 		argv = Args(profile, params, argv)
 		path = sandboxExec
 	}
+	if spec.Limits != nil {
+		exe, err := limitsExe()
+		if err != nil {
+			return nil, fmt.Errorf("finding the autobox binary for the command's limits: %w", err)
+		}
+		if wrapped := limitsArgv(exe, spec.Limits, path, argv); wrapped != nil {
+			argv, path = wrapped, exe
+		}
+	}
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   argv,

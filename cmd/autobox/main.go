@@ -18,6 +18,7 @@ import (
 
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/seatbelt"
 	"github.com/autobox-dev/autobox/supervisor"
 	"github.com/autobox-dev/autobox/task"
 	"github.com/autobox-dev/autobox/worker"
@@ -78,6 +79,8 @@ func main() {
 			worker.Main(args[2:])
 		case "exec":
 			jail.LauncherMain()
+		case seatbelt.LimitsRole: // macOS: a command's rlimits, then sandbox-exec
+			seatbelt.LimitsMain(args[2:])
 		}
 		fmt.Fprintf(os.Stderr, "autobox worker: unknown role %q\n", args[1])
 		os.Exit(2)
