@@ -89,35 +89,25 @@ func (l treeLimits) command() *policy.Limits {
 // watch starts the watchdog of a tree: its memory and the limits the kernel does not
 // hold it to. breach gets the kill reason, in the tools' parameter names, once.
 func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
-	wl := watchdog.Limits{Memory: int64(l.memoryMb) << 20, Written: -1}
-	if !noLimits {
-		wl.Processes, wl.Written, wl.CPU = l.Processes, l.WriteBytes, l.CPU
-	}
+	wl := l.watched()
 	o := watchdog.Options{ExcludeRoot: rootIsLauncher}
 	if k, ok := t.(watchdog.Kernel); ok {
 		o.Kernel = k
 	}
-	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(l.reason(b)) })
+	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(b.Reason(wl, paramNames)) })
 }
 
-// reason is the first line of a killed command's stderr: which limit, by how much,
-// and who found it.
-func (l treeLimits) reason(b watchdog.Breach) string {
-	switch b.Kind {
-	case watchdog.Memory:
-		return fmt.Sprintf("memory limit exceeded (%d MB RSS > memoryMb %d; RSS watchdog)", b.Value>>20, l.memoryMb)
-	case watchdog.Processes:
-		if b.Refused {
-			return fmt.Sprintf("process limit exceeded (maxProcesses %d reached; the kernel refused %d forks)", l.Processes, b.Value)
-		}
-		return fmt.Sprintf("process limit exceeded (%d processes and threads > maxProcesses %d; watchdog)", b.Value, l.Processes)
-	case watchdog.Disk:
-		return fmt.Sprintf("disk limit exceeded (%s MB written > maxWriteMb %d; watchdog)", mb(b.Value), l.WriteBytes>>20)
-	case watchdog.CPU:
-		return fmt.Sprintf("cpu limit exceeded (%d ms CPU > cpuMs %d; watchdog)", b.CPU.Milliseconds(), l.cpuMs)
+// watched are the limits the watchdog holds a tree to.
+func (l treeLimits) watched() watchdog.Limits {
+	wl := watchdog.Limits{Memory: int64(l.memoryMb) << 20, Written: -1}
+	if !noLimits {
+		wl.Processes, wl.Written, wl.CPU = l.Processes, l.WriteBytes, l.CPU
 	}
-	return "killed"
+	return wl
 }
+
+// paramNames are the limits' names in the tools' texts.
+var paramNames = watchdog.Names{Memory: "memoryMb", Processes: "maxProcesses", Written: "maxWriteMb", CPU: "cpuMs"}
 
 // cpuRlimitReason is the reason when the kernel ended the command at its
 // RLIMIT_CPU (SIGXCPU): a process passed the whole seconds of cpuMs on its own.

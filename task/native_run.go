@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // run, holding the task's run lock, makes the workspace and runs argv in the sandbox.
@@ -47,7 +50,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		jp.closeWriters()
 		return nil, err
 	}
-	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol}
+	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol, Limits: n.o.Limits}
 	jp.tree, err = jail.Start(n.exe, spec, stdout, stderr)
 	jp.closeWriters() // the launcher has its copies; the copiers end when the tree exits
 	if err != nil {
@@ -57,6 +60,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		}
 		return nil, fmt.Errorf("starting task %s in its sandbox: %w", rec.ID, err)
 	}
+	jp.watchLimits(n.o.Limits, s.err)
 	return jp, nil
 }
 
@@ -64,7 +68,10 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 // copier, since the launcher hands the command real file descriptors.
 type jailProc struct {
 	tree    *jail.Tree
-	writers []*os.File // our copies of pipe write ends, closed once the launcher has started
+	watch   *watchdog.Watch // the limits the kernel does not hold the tree to
+	breach  chan string     // the kill reason, once
+	stderr  io.Writer       // where the reason is told
+	writers []*os.File      // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
 	mu      sync.Mutex // serialises the copiers: stdout and stderr may be one writer
 }
@@ -110,8 +117,17 @@ func (j *jailProc) closeWriters() {
 
 func (j *jailProc) wait() (int, error) {
 	res, err := j.tree.Wait()
+	j.watch.Stop()
 	j.copies.Wait()
+	var reason string
+	select {
+	case reason = <-j.breach:
+	default:
+	}
 	switch {
+	case reason != "":
+		fmt.Fprintf(j.stderr, "autobox task run: %s\n", reason)
+		return limitCode(reason), nil
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
 	case !res.Started:
@@ -123,3 +139,31 @@ func (j *jailProc) wait() (int, error) {
 }
 
 func (j *jailProc) kill() { j.tree.Kill() }
+
+// taskNames are the limits' names in `task run`'s texts: its flags.
+var taskNames = watchdog.Names{Processes: "--max-processes", Written: "--max-write-mb", CPU: "--cpu-ms"}
+
+// watchLimits starts the watchdog that kills the tree past a limit of l the
+// kernel does not hold it to (see package watchdog); the reason goes to stderr.
+func (j *jailProc) watchLimits(l *policy.Limits, stderr io.Writer) {
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	j.stderr, j.breach = stderr, make(chan string, 1)
+	wl := watchdog.Limits{Processes: l.Processes, Written: l.WriteBytes, CPU: l.CPU}
+	j.watch = watchdog.Start(j.tree.Pid(), wl, watchdog.Options{ExcludeRoot: true, Kernel: j.tree}, func(b watchdog.Breach) {
+		j.breach <- b.Reason(wl, taskNames)
+		go j.tree.Kill() // not on the watchdog's own goroutine: Kill waits for the tree
+	})
+}
+
+// limitCode is run's exit status for a kill at a limit.
+func limitCode(reason string) int {
+	switch {
+	case strings.HasPrefix(reason, "cpu"):
+		return exitCPU
+	case strings.HasPrefix(reason, "disk"):
+		return exitDisk
+	}
+	return exitProcesses
+}

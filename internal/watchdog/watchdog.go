@@ -12,6 +12,7 @@
 package watchdog
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -168,4 +169,30 @@ type sample struct {
 	tasks   int
 	cpu     time.Duration
 	written int64
+}
+
+// Names are what a caller calls the limits in its texts: the tools' parameters
+// (memoryMb) or the command line's flags (--memory).
+type Names struct {
+	Memory, Processes, Written, CPU string
+}
+
+// Reason is the first line of a killed command's stderr: which limit, by how much,
+// and who found it. The limits are named by n, in the units of their names (MB,
+// ms).
+func (b Breach) Reason(l Limits, n Names) string {
+	switch b.Kind {
+	case Memory:
+		return fmt.Sprintf("memory limit exceeded (%d MB RSS > %s %d; RSS watchdog)", b.Value>>20, n.Memory, l.Memory>>20)
+	case Processes:
+		if b.Refused {
+			return fmt.Sprintf("process limit exceeded (%s %d reached; the kernel refused %d forks)", n.Processes, l.Processes, b.Value)
+		}
+		return fmt.Sprintf("process limit exceeded (%d processes and threads > %s %d; watchdog)", b.Value, n.Processes, l.Processes)
+	case Disk:
+		return fmt.Sprintf("disk limit exceeded (%.1f MB written > %s %d; watchdog)", float64(b.Value)/(1<<20), n.Written, l.Written>>20)
+	case CPU:
+		return fmt.Sprintf("cpu limit exceeded (%d ms CPU > %s %d; watchdog)", b.CPU.Milliseconds(), n.CPU, l.CPU.Milliseconds())
+	}
+	return "killed"
 }
