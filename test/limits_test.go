@@ -402,3 +402,31 @@ func TestLimitUsage(t *testing.T) {
 		t.Errorf("refused call: %s", raw)
 	}
 }
+
+// TestLimitJSWorkerCPU: a JS worker's CPU time is capped (RLIMIT_CPU) at what it
+// used before its call plus the call's time limit, rounded up to whole seconds.
+func TestLimitJSWorkerCPU(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.callRaw("execute_js", map[string]any{"code": "while (true) {}", "timeoutMs": 2500})
+	}()
+	var limits []string
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && len(limits) == 0; time.Sleep(20 * time.Millisecond) {
+		for _, pid := range descendants(s.cmd.Process.Pid) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(string(cmdline), "worker\x00js") && strings.HasPrefix(l, "Max cpu time") && !strings.Contains(l, "unlimited") {
+					limits = append(limits, strings.Join(strings.Fields(l), " "))
+				}
+			}
+		}
+	}
+	<-done
+	if len(limits) != 1 || !strings.HasPrefix(limits[0], "Max cpu time 3 3 seconds") {
+		t.Errorf("the busy worker's CPU limit: %q, want 3 seconds (2.5 s and what it used before, rounded up)", limits)
+	}
+}
