@@ -13,7 +13,7 @@ import (
 // here: by the kernel, or only by the watchdog that polls the tree every 10 ms.
 func limitChecks(r *DoctorReport, iso jail.Isolation) {
 	if iso.ProcessCgroups {
-		r.add("process limit", statusOK, "kernel: a pids cgroup per command (forks past maxProcesses fail with EAGAIN; a call with 64 refused is killed)", "")
+		r.add("process limit", statusOK, "kernel: a pids cgroup per command (forks past maxProcesses fail with EAGAIN; a call refused that many, 8 to 64, is killed)", "")
 	} else {
 		r.add("process limit", statusInfo, "watchdog only (a pids cgroup per command needs root on cgroup v1); "+nprocNote(),
 			"a fork bomb can pass maxProcesses for up to one poll (10 ms) before the call is killed; nothing refuses a fork with EAGAIN")

@@ -19,12 +19,15 @@ const (
 	ExecMinMaxOpenFiles     = 16
 	ExecMaxMaxOpenFiles     = 65536
 
-	// ForkRefusalsToKill is how many forks the kernel may refuse at maxProcesses
-	// before the watchdog ends the call: a program that meets the limit now and
-	// then gets EAGAIN and may retry or give up; a fork bomb is refused thousands
-	// of times a second, and its call ends at once instead of at its timeout.
-	ForkRefusalsToKill = 64
 )
+
+// ForkRefusalsToKill is how many forks the kernel may refuse a tree held to
+// maxProcesses before the watchdog ends the call: as many as the limit, at least
+// 8 and at most 64. A program that meets the limit now and then gets EAGAIN and
+// may retry or give up; a fork bomb's processes are all refused, again and again
+// (bash retries a fork after 1, 2, 4, 8 s), and its call ends within about a
+// second instead of at its timeout.
+func ForkRefusalsToKill(maxProcesses int) int { return min(max(maxProcesses, 8), 64) }
 
 // Limits are the resource limits of one command tree (the command and everything it
 // starts) beyond its wall time and memory, which the runners take as before. A nil

@@ -48,8 +48,8 @@ type Breach struct {
 	Value int64
 	// CPU is the tree's CPU time, for a CPU breach.
 	CPU time.Duration
-	// Refused: the kernel refused ForkRefusalsToKill forks at the limit (it
-	// holds the tree to it, so the tree never passes it).
+	// Refused: the kernel refused policy.ForkRefusalsToKill forks at the limit
+	// (it holds the tree to it, so the tree never passes it).
 	Refused bool
 }
 
@@ -137,7 +137,7 @@ func (w *Watch) check(s sample) (Breach, bool) {
 	case l.Memory > 0 && s.rss > l.Memory:
 		return Breach{Kind: Memory, Value: s.rss}, true
 	case l.Processes > 0 && w.kernelCounts:
-		if n := w.opts.Kernel.ForksRefused(); n >= policy.ForkRefusalsToKill {
+		if n := w.opts.Kernel.ForksRefused(); n >= policy.ForkRefusalsToKill(l.Processes) {
 			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
 		}
 	case l.Processes > 0 && s.tasks > l.Processes:
