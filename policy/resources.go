@@ -18,7 +18,6 @@ const (
 	ExecDefaultMaxOpenFiles = 1024
 	ExecMinMaxOpenFiles     = 16
 	ExecMaxMaxOpenFiles     = 65536
-
 )
 
 // ForkRefusalsToKill is how many forks the kernel may refuse a tree held to
