@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"time"
@@ -38,18 +36,7 @@ func benchLimits(ctx context.Context, bin string, cs *mcp.ClientSession, n int, 
 	check(err)
 	defer bare.Close()
 	call := func(s *mcp.ClientSession, args map[string]any) time.Duration {
-		t := time.Now()
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: args})
-		check(err)
-		d := time.Since(t)
-		var o struct {
-			Stdout string `json:"stdout"`
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		check(json.Unmarshal(raw, &o))
-		if o.Stdout != "hi\n" {
-			check(fmt.Errorf("exec_command echo: %s", raw))
-		}
+		d := execEcho(ctx, s, args)
 		time.Sleep(100 * time.Millisecond) // agent speed: the launcher pools have refilled
 		return d
 	}
