@@ -74,7 +74,13 @@ func (e *env) exec(args []string) int {
 		return e.printed("exec", writeJSON(e.stdout, out), e.execStatus(out))
 	}
 	io.WriteString(e.stdout, out.Stdout)
-	io.WriteString(e.stderr, out.Stderr)
+	stderr := out.Stderr
+	if out.Killed {
+		// The reason, first, in the command line's words (--max-write-mb, not maxWriteMb).
+		reason, rest, _ := strings.Cut(stderr, "\n")
+		stderr = wordsOf("exec").say(reason) + "\n" + rest
+	}
+	io.WriteString(e.stderr, stderr)
 	if out.ExitCode == nil && !out.Killed {
 		fmt.Fprintln(e.stderr, "autobox exec: the command could not be started")
 	}
