@@ -116,14 +116,24 @@ func sandboxed(argv ...string) *Spec {
 
 func TestExitCodeAndOutput(t *testing.T) {
 	res, out, errOut := run(t, sandboxed("sh", "-c", "echo hi; echo oops >&2; exit 3"))
-	if res != (Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
+	if exit(res) != (Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
 		t.Errorf("got %+v, stdout %q, stderr %q", res, out, errOut)
 	}
+	// What the kernel accounted of the command and what it reaped.
+	if res.Usage.CPU <= 0 || res.Usage.MaxRSS < 1<<20 {
+		t.Errorf("usage %+v", res.Usage)
+	}
+}
+
+// exit is how a command ended, without its usage.
+func exit(res Result) Result {
+	res.Usage = policy.Usage{}
+	return res
 }
 
 func TestSignalResult(t *testing.T) {
 	res, _, _ := run(t, sandboxed("sh", "-c", "kill -TERM $$"))
-	if res != (Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
+	if exit(res) != (Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
 		t.Errorf("got %+v", res)
 	}
 }
@@ -317,7 +327,7 @@ func TestWaitKillsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := tree.Wait()
-	if err != nil || res != (Result{Started: true}) {
+	if err != nil || exit(res) != (Result{Started: true}) {
 		t.Errorf("Wait: %+v, %v", res, err)
 	}
 	if left := survivors(t, tree.Pid()); len(left) != 0 {

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Tree is a started command: the process sandbox-exec became, in its own
@@ -217,7 +220,7 @@ func (t *Tree) wait() {
 		return
 	}
 	ws, _ := ps.Sys().(syscall.WaitStatus)
-	t.result = Result{Started: true, ExitCode: ws.ExitStatus()}
+	t.result = Result{Started: true, ExitCode: ws.ExitStatus(), Usage: usageOf(ps)}
 	if ws.Signaled() {
 		t.result.ExitCode = -1
 		t.result.Signal = unix.SignalName(ws.Signal())
@@ -241,4 +244,18 @@ func (t *Tree) Kill() {
 	if !t.reaped {
 		_ = unix.Kill(-t.cmd.Process.Pid, unix.SIGKILL)
 	}
+}
+
+// usageOf is what the kernel accounted of the command and the children it reaped:
+// CPU time, and the peak resident memory of the largest process (kilobytes on
+// Linux, bytes on macOS).
+func usageOf(ps *os.ProcessState) policy.Usage {
+	u := policy.Usage{CPU: ps.UserTime() + ps.SystemTime()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		u.MaxRSS = int64(ru.Maxrss)
+		if runtime.GOOS == "linux" {
+			u.MaxRSS <<= 10
+		}
+	}
+	return u
 }
