@@ -74,7 +74,8 @@ func (a limitArgs) limits(memoryMb int) (treeLimits, error) {
 
 // noLimits is set (AUTOBOX_BENCH_NO_LIMITS=1) only by `make bench`, to measure what
 // the limits cost beside calls without them: the command then runs with its memory
-// limit alone, as before issue 14.
+// limit alone (its pids and cpu cgroups are still made and joined by idle
+// launchers, with no limit set).
 var noLimits = os.Getenv("AUTOBOX_BENCH_NO_LIMITS") == "1"
 
 // command returns the limits that travel with a command (nil under noLimits).
@@ -130,7 +131,7 @@ func mb(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 // Usage is what a command tree used, as results report it.
 type Usage struct {
 	CPUMs     float64 `json:"cpuMs" jsonschema:"CPU time of the whole process tree in ms"`
-	MaxRSSMb  float64 `json:"maxRssMb" jsonschema:"most resident memory the tree held at once, in MB (sampled, and the peak of its largest process)"`
+	MaxRSSMb  float64 `json:"maxRssMb" jsonschema:"most memory the tree held at once, in MB: its processes' own (anonymous and shared), sampled, or the peak of its largest process"`
 	Processes int     `json:"processes" jsonschema:"most processes and threads alive at once in the tree"`
 	WrittenMb float64 `json:"writtenMb" jsonschema:"MB the tree wrote to files (rw mounts, workspaces, scratch)"`
 }
