@@ -147,12 +147,16 @@ func usageOf(u policy.Usage) Usage {
 }
 
 // treeUsage is what the tree's enforcer accounted once it was gone (zero where it
-// cannot tell).
+// cannot tell); a command that ran was one process at least, however short.
 func treeUsage(t tree, res policy.Exit) policy.Usage {
-	if u, ok := t.(interface{ Usage() policy.Usage }); ok {
-		return u.Usage()
+	u := res.Usage
+	if k, ok := t.(interface{ Usage() policy.Usage }); ok {
+		u = k.Usage()
 	}
-	return res.Usage
+	if res.Started {
+		u.Processes = max(u.Processes, 1)
+	}
+	return u
 }
 
 // scratchListing names the biggest files a command left in its scratch dir, which
