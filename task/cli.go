@@ -202,7 +202,7 @@ type runner interface {
 }
 
 func (c *cli) sandbox() (runner, error) {
-	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base}
+	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base, Log: c.stderr}
 	switch Kind(c.kind) {
 	case KindNative:
 		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
@@ -223,7 +223,7 @@ func (c *cli) sandbox() (runner, error) {
 
 func (c *cli) do(ctx context.Context) (int, error) {
 	if c.command == "list" {
-		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir, Log: c.stderr})
 		if err != nil {
 			return 0, err
 		}
@@ -306,7 +306,7 @@ func (c *cli) printList(infos []Info) error {
 		switch {
 		case in.Stranded:
 			state = "stranded"
-		case in.Dirty:
+		case in.Dirty || in.Unchecked:
 			state = in.Detail
 		}
 		if in.Running {
