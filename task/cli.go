@@ -25,7 +25,8 @@ Per-task sandboxes for agent harnesses: a git worktree per task on branch autobo
 under $AUTOBOX_TASKS_DIR (default $XDG_DATA_HOME/autobox-tasks).
 
 Commands:
-  workspace   create the task's worktree if missing; print its directory
+  workspace   create the task's worktree if missing, or check it (undoing what a sandbox
+              changed in its git files); print its directory
   wrap        print the argv that runs ARGV inside the task's sandbox (no side effects)
   run         workspace + wrap + run ARGV; exits with ARGV's status
   endpoint    print the URL a sandboxed process uses to reach --port on the host

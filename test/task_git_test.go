@@ -393,10 +393,12 @@ touch "$WT/.planted"; sleep 600`
 			proc, wait := e.startNative(script, ".planted")
 			proc.Signal(syscall.SIGKILL)
 			wait()
-			if code, out := e.autobox("workspace"); code != 0 {
-				t.Fatalf("task workspace after a killed run: exit %d\n%s", code, out)
-			} else {
-				t.Logf("task workspace:\n%s", out)
+			code, out := e.autobox("workspace")
+			if code != 0 || !strings.Contains(out, "nested/.git to ") {
+				t.Fatalf("task workspace after a killed run: exit %d, want it to say it moved nested/.git\n%s", code, out)
+			}
+			if u.cred != nil && !strings.Contains(out, "restored "+filepath.Join(e.worktree, ".git")+": its content had changed") {
+				t.Errorf("task workspace does not say it restored .git:\n%s", out)
 			}
 			if immutable(filepath.Join(e.worktree, ".git")) {
 				t.Errorf("the killed run's pins are still there after task workspace")
