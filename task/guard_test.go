@@ -212,6 +212,7 @@ func TestCleanupTampered(t *testing.T) {
 		t.Fatalf("kept worktree not restored: %v", changedLinks(rec))
 	}
 	pinned := pin(rec) // as a run killed with SIGKILL leaves them
+	t.Cleanup(func() { unpin(rec) })
 	res, err = w.Cleanup(ctx, "c", true)
 	if err != nil || !res.Removed {
 		t.Fatalf("forced Cleanup (pinned %v) = %+v, %v", pinned, res, err)
@@ -258,8 +259,10 @@ func TestPinUnpin(t *testing.T) {
 	w, _ := sandboxedWT(t, root, tasks)
 	rec := ensureT(t, w, "p")
 	if !pin(rec) {
+		unpin(rec)
 		t.Skip("cannot make files immutable here (not root, or no attribute on this filesystem)")
 	}
+	t.Cleanup(func() { unpin(rec) })
 	dotgit := filepath.Join(rec.Path, ".git")
 	for name, err := range map[string]error{
 		"write":  os.WriteFile(dotgit, []byte("gitdir: /x\n"), 0o644),

@@ -242,3 +242,20 @@ func immutable(path string) bool {
 	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
 	return err == nil && flags&0x10 != 0
 }
+
+// canPin reports whether a file in dir can be made immutable.
+func canPin(dir string) bool {
+	f, err := os.CreateTemp(dir, "pin-probe-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	fd := int(f.Fd())
+	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil || unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|0x10) != nil {
+		return false
+	}
+	unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags)
+	return true
+}
