@@ -25,7 +25,8 @@ Per-task sandboxes for agent harnesses: a git worktree per task on branch autobo
 under $AUTOBOX_TASKS_DIR (default $XDG_DATA_HOME/autobox-tasks).
 
 Commands:
-  workspace   create the task's worktree if missing; print its directory
+  workspace   create the task's worktree if missing, or check it (undoing what a sandbox
+              changed in its git files); print its directory
   wrap        print the argv that runs ARGV inside the task's sandbox (no side effects)
   run         workspace + wrap + run ARGV; exits with ARGV's status
   endpoint    print the URL a sandboxed process uses to reach --port on the host
@@ -202,7 +203,7 @@ type runner interface {
 }
 
 func (c *cli) sandbox() (runner, error) {
-	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base}
+	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base, Log: c.stderr}
 	switch Kind(c.kind) {
 	case KindNative:
 		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
@@ -223,7 +224,7 @@ func (c *cli) sandbox() (runner, error) {
 
 func (c *cli) do(ctx context.Context) (int, error) {
 	if c.command == "list" {
-		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir, Log: c.stderr})
 		if err != nil {
 			return 0, err
 		}
@@ -306,7 +307,7 @@ func (c *cli) printList(infos []Info) error {
 		switch {
 		case in.Stranded:
 			state = "stranded"
-		case in.Dirty:
+		case in.Dirty || in.Unchecked:
 			state = in.Detail
 		}
 		if in.Running {

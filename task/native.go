@@ -45,7 +45,8 @@ var _ Sandbox = (*Native)(nil)
 
 // NewNative resolves the project and checks the options. It refuses a repository with
 // extensions.worktreeConfig, whose per-worktree config file lies in the admin directory the
-// sandbox can write: host git would read it.
+// sandbox can write: host git would read it while the harness runs (autobox removes one the
+// harness made when the run ends, for a repository that turns the extension on later).
 func NewNative(opts *NativeOptions) (*Native, error) {
 	var o NativeOptions
 	if opts != nil {

@@ -12,13 +12,14 @@ import (
 )
 
 // run, holding the task's run lock, makes the workspace and runs argv in the sandbox.
+// The worktree's link files are pinned while the harness runs, and the worktree is checked
+// once it has ended (see secure), however it ended.
 func (n *Native) run(ctx context.Context, id string, argv []string, o WrapOptions, s stdio) (int, error) {
 	return n.runTracked(ctx, id, argv, o, func() (proc, error) {
-		rec, err := n.ensure(ctx, id)
-		if err != nil {
+		if _, err := n.ensure(ctx, id); err != nil {
 			return nil, err
 		}
-		return n.start(ctx, rec, argv, o, s)
+		return n.Worktree.guard(ctx, id, func(rec record) (proc, error) { return n.start(ctx, rec, argv, o, s) })
 	})
 }
 
