@@ -49,7 +49,7 @@ var (
 		{netip.MustParsePrefix("fec0::/10"), "a site-local address"},
 		{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
 	}
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
 	sixTo4 = netip.MustParsePrefix("2002::/16")
 )
 

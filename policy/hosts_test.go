@@ -145,7 +145,7 @@ func TestForbiddenAddr(t *testing.T) {
 		{"64:ff9b::a00:5", "a private address 10.0.0.5 (NAT64"},
 		{"64:ff9b::7f00:1", "a loopback address 127.0.0.1 (NAT64"},
 		{"2002:a9fe:a9fe::1", "a cloud metadata address 169.254.169.254 (6to4"},
-		{"2002:5db8:d70e::1", ""}, // 6to4 of a public address
+		{"2002:5db8:d70e::1", ""},  // 6to4 of a public address
 		{"64:ff9b::5db8:d70e", ""}, // NAT64 of a public address
 		{"64:ff9b:1::1", "local-use NAT64"},
 		{"::7f00:1", "IPv4-compatible"},

@@ -56,14 +56,7 @@ func (c *Call) connect(conn net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	// Bytes the client sent after the request (a TLS hello) are in br.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	splice(conn, up)
+	tunnel(conn, br, up)
 }
 
 // forward sends one absolute-form request upstream and its response back; it

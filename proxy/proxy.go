@@ -197,7 +197,7 @@ type Call struct {
 	mu            sync.Mutex
 	conns         map[net.Conn]bool
 	httpTransport *http.Transport // made by the first forwarded request
-	closed bool
+	closed        bool
 }
 
 // Token is what a connection's preamble names the call by.
@@ -239,6 +239,18 @@ func (c *Call) untrack(conn net.Conn) {
 	c.mu.Lock()
 	delete(c.conns, conn)
 	c.mu.Unlock()
+}
+
+// tunnel joins the client's connection to up: first the bytes the client sent
+// after its request (a TLS hello), which br holds, then both ways.
+func tunnel(conn net.Conn, br *bufio.Reader, up net.Conn) {
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			return
+		}
+	}
+	splice(conn, up)
 }
 
 // splice copies between a and b both ways until both directions are done,

@@ -79,13 +79,7 @@ func (c *Call) serveSOCKS(conn net.Conn, br *bufio.Reader) {
 	if socksReply(conn, socksSucceeded) != nil {
 		return
 	}
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	splice(conn, up)
+	tunnel(conn, br, up)
 }
 
 func readSOCKSAddr(br *bufio.Reader, atyp byte) (string, bool) {
