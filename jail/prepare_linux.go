@@ -24,6 +24,7 @@ type prepared struct {
 	// errRootSetup the thread is half-built and every spec must fail.
 	root    *privateRoot
 	rootErr error
+	net     *privateNet     // the network namespace begun, nil if none
 	base    *policy.Sandbox // what root was begun for
 	attr    unix.LandlockRulesetAttr
 	size    uintptr
@@ -38,6 +39,12 @@ type prepared struct {
 // which then does it, or fails, as it would have without preparation.
 func prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
+	if wantPrivateRoot() {
+		// First, while /proc is the host's: it names the host's namespace.
+		// A listener that could not be opened leaves a namespace that is good
+		// for commands without network only (isolateNet checks).
+		pr.net, _ = enterPrivateNet()
+	}
 	if wantPrivateRoot() {
 		// Before the ruleset: its rules are opened in the root the command gets.
 		pr.root, pr.rootErr = enterPrivateRoot()
@@ -117,6 +124,14 @@ func (pr *prepared) close() {
 		unix.Close(pr.fd)
 		pr.fd = -1
 	}
+}
+
+// network returns the private network prepared, or nil; pr may be nil.
+func (pr *prepared) network() *privateNet {
+	if pr == nil {
+		return nil
+	}
+	return pr.net
 }
 
 // usedRuleset reports whether the prepared ruleset was used; pr may be nil.

@@ -429,6 +429,33 @@ func mkdirAll(p string) error {
 	return nil
 }
 
+// netFileNames are the files netFiles writes.
+var netFileNames = []string{"/etc/hosts", "/etc/resolv.conf"}
+
+// netFiles gives a command in a private network the name service it has:
+// localhost, and a resolver at 127.0.0.1 that refuses every query (names
+// resolve at the proxy). Where the host's files are bound (a mount of /etc),
+// they stay.
+func (r *privateRoot) netFiles() error {
+	for i, content := range []string{
+		"127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
+		"# autobox: no DNS inside; names resolve at the proxy (HTTP_PROXY, ALL_PROXY)\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+	} {
+		name := netFileNames[i]
+		var st unix.Stat_t
+		if unix.Lstat(name, &st) == nil {
+			continue
+		}
+		if err := mkdirAll(path.Dir(name)); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // seal detaches the host's root and makes the tmpfs read-only: after it, only
 // what was bound exists for the thread and what it starts.
 func (r *privateRoot) seal() error {

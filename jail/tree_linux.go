@@ -93,6 +93,9 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
+	if spec.Sandbox.PrivateNetwork && !wantPrivateRoot() {
+		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (it needs root)", ErrUnsupported)
+	}
 	return Probe().Check(&spec.Sandbox)
 }
 
@@ -305,6 +308,7 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
 			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
+			r.res.Lookups = m.Lookups
 		case msgError:
 			r.final = true
 			r.failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}

@@ -25,9 +25,10 @@ type Denial struct {
 	Reason string `json:"reason"`
 }
 
-func (d *Denial) Error() string {
-	return fmt.Sprintf("%s: %s", net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), d.Reason)
-}
+func (d *Denial) Error() string { return d.Target() + ": " + d.Reason }
+
+// Target is the host:port that was refused.
+func (d *Denial) Target() string { return net.JoinHostPort(d.Host, strconv.Itoa(d.Port)) }
 
 // Advice is what to tell the command (and the model reading its output) about
 // a denial: what was refused, why, and the entry that would allow it.
@@ -40,7 +41,7 @@ func (d *Denial) Advice() string {
 		entry += ":" + strconv.Itoa(d.Port)
 	}
 	return fmt.Sprintf("autobox: connection to %s denied: %s. To allow it, the call's allowHosts needs %q (ask the user; do not work around it).",
-		net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), d.Reason, entry)
+		d.Target(), d.Reason, entry)
 }
 
 // DialContext connects to addr ("host:port") if the call's list allows it,

@@ -42,7 +42,7 @@ import (
 
 // Preamble starts every connection to the proxy's socket, followed by the
 // call's token and a newline.
-const Preamble = "AUTOBOX-PROXY "
+const Preamble = policy.ProxyPreamble
 
 // Proxy serves the calls registered with it. Safe for concurrent use.
 type Proxy struct {

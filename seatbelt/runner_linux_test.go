@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,14 +114,14 @@ func sandboxed(argv ...string) *Spec {
 
 func TestExitCodeAndOutput(t *testing.T) {
 	res, out, errOut := run(t, sandboxed("sh", "-c", "echo hi; echo oops >&2; exit 3"))
-	if res != (Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
+	if !reflect.DeepEqual(res, Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
 		t.Errorf("got %+v, stdout %q, stderr %q", res, out, errOut)
 	}
 }
 
 func TestSignalResult(t *testing.T) {
 	res, _, _ := run(t, sandboxed("sh", "-c", "kill -TERM $$"))
-	if res != (Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
+	if !reflect.DeepEqual(res, Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
 		t.Errorf("got %+v", res)
 	}
 }
@@ -314,7 +315,7 @@ func TestWaitKillsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := tree.Wait()
-	if err != nil || res != (Result{Started: true}) {
+	if err != nil || !reflect.DeepEqual(res, Result{Started: true}) {
 		t.Errorf("Wait: %+v, %v", res, err)
 	}
 	if left := survivors(t, tree.Pid()); len(left) != 0 {
