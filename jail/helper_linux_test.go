@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -163,6 +166,18 @@ func probe1(name, arg string, preFD int) string {
 			return result(unix.Bind(fd, sockaddr(arg)))
 		}
 		return result(unix.Connect(fd, sockaddr(arg)))
+	case "tcp-read": // connect to arg and read until the other end closes
+		c, err := net.DialTimeout("tcp", arg, 5*time.Second)
+		if err != nil {
+			return result(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			return result(err)
+		}
+		return "read " + string(b)
 	case "dns": // a query for arg to 127.0.0.1:53; the answer's rcode
 		return dnsQuery(arg)
 	case "udp-send":

@@ -169,9 +169,9 @@ func TestPrivateNetwork(t *testing.T) {
 			}
 			return
 		}
-		probes := []string{"tcp-connect:127.0.0.1:3128", "tcp-connect:" + tcp, "dns:Example.COM", "info:netns"}
+		probes := []string{"tcp-read:127.0.0.1:3128", "tcp-connect:" + tcp, "dns:Example.COM", "info:netns"}
 		got, res, _ := startHelper(t, spec, probes...)
-		if got["tcp-connect:127.0.0.1:3128"] != "ok" || got["tcp-connect:"+tcp] != "ECONNREFUSED" || got["dns:Example.COM"] != "rcode=5" || got["info:netns"] == hostNS {
+		if got["tcp-read:127.0.0.1:3128"] != "read ok" || got["tcp-connect:"+tcp] != "ECONNREFUSED" || got["dns:Example.COM"] != "rcode=5" || got["info:netns"] == hostNS {
 			t.Errorf("private network: %v (host %s)", got, hostNS)
 		}
 		select {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -21,9 +22,12 @@ func ConnectMain(args []string) int {
 		return 2
 	}
 	target := net.JoinHostPort(args[0], args[1])
-	proxyAddr := "127.0.0.1:3128"
+	proxyAddr, auth := "127.0.0.1:3128", ""
 	if u, err := url.Parse(os.Getenv("HTTPS_PROXY")); err == nil && u.Host != "" {
 		proxyAddr = u.Host
+		if pass, ok := u.User.Password(); ok {
+			auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass)) + "\r\n"
+		}
 	}
 	conn, err := net.Dial("tcp", proxyAddr)
 	if err != nil {
@@ -31,7 +35,7 @@ func ConnectMain(args []string) int {
 		return 1
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, target, auth)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {

@@ -48,6 +48,7 @@ const Preamble = policy.ProxyPreamble
 type Proxy struct {
 	dir      string
 	ln       net.Listener
+	tcp      net.Listener // see ListenTCP; nil until then
 	resolver *resolver
 	wg       sync.WaitGroup
 
@@ -72,7 +73,7 @@ func New(parent string) (*Proxy, error) {
 	}
 	p := &Proxy{dir: dir, ln: ln, resolver: newResolver(), calls: map[string]*Call{}}
 	p.wg.Add(1)
-	go p.serve()
+	go p.serveOn(ln, p.handle)
 	return p, nil
 }
 
@@ -101,8 +102,12 @@ func (p *Proxy) Close() {
 	for _, c := range p.calls {
 		calls = append(calls, c)
 	}
+	tcp := p.tcp
 	p.mu.Unlock()
 	p.ln.Close()
+	if tcp != nil {
+		tcp.Close()
+	}
 	for _, c := range calls {
 		c.Close()
 	}
@@ -110,10 +115,11 @@ func (p *Proxy) Close() {
 	os.RemoveAll(p.dir)
 }
 
-func (p *Proxy) serve() {
+// serveOn accepts connections on ln and hands each to handle.
+func (p *Proxy) serveOn(ln net.Listener, handle func(net.Conn)) {
 	defer p.wg.Done()
 	for {
-		conn, err := p.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -124,7 +130,7 @@ func (p *Proxy) serve() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.handle(conn)
+			handle(conn)
 		}()
 	}
 }

@@ -266,3 +266,58 @@ func TestUnknownToken(t *testing.T) {
 		t.Errorf("tunnel after the call closed: %v, want EOF", err)
 	}
 }
+
+// TestTCPListener: on the loopback TCP listener a call is named by its
+// credentials, and nothing goes through without them.
+func TestTCPListener(t *testing.T) {
+	f := newFixture(t)
+	port, err := f.p.ListenTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.call(f.webHP)
+	withCreds := func(u string) *http.Client {
+		pu, _ := url.Parse(u)
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	}
+	if code, body, _ := get(t, withCreds(c.URL("http", port)), f.web.URL+"/t"); code != 200 || body != "hello /t" {
+		t.Errorf("with the call's credentials: %d %q", code, body)
+	}
+	if code, _, _ := get(t, withCreds(fmt.Sprintf("http://127.0.0.1:%d", port)), f.web.URL); code != 407 {
+		t.Errorf("without credentials: %d, want 407", code)
+	}
+	if code, _, _ := get(t, withCreds(fmt.Sprintf("http://autobox:wrong@127.0.0.1:%d", port)), f.web.URL); code != 407 {
+		t.Errorf("with a wrong token: %d, want 407", code)
+	}
+	socks := func(pass string) byte {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.Write([]byte{5, 1, 2})
+		var b [10]byte
+		if _, err := io.ReadFull(conn, b[:2]); err != nil || b[1] != 2 {
+			t.Fatalf("method: %v %v", b[:2], err)
+		}
+		conn.Write(append(append(append([]byte{1, 7}, "autobox"...), byte(len(pass))), pass...))
+		if _, err := io.ReadFull(conn, b[:2]); err != nil {
+			return 0xff
+		}
+		if b[1] != 0 {
+			return b[1] + 0x80
+		}
+		h, p, _ := net.SplitHostPort(f.webHP)
+		pn, _ := net.LookupPort("tcp", p)
+		ip := net.ParseIP(h).To4()
+		conn.Write(binary.BigEndian.AppendUint16(append([]byte{5, 1, 0, 1}, ip...), uint16(pn)))
+		io.ReadFull(conn, b[:])
+		return b[1]
+	}
+	if r := socks(c.Token()); r != 0 {
+		t.Errorf("SOCKS5 with the token: reply %d", r)
+	}
+	if r := socks("wrong"); r != 0x81 {
+		t.Errorf("SOCKS5 with a wrong token: %#x, want the login refused", r)
+	}
+}

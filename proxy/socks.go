@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -14,6 +15,9 @@ import (
 // connection is already the call's, so no method but "no authentication".
 const (
 	socksVersion = 5
+
+	socksMethodNone     = 0
+	socksMethodPassword = 2 // RFC 1929
 
 	socksCmdConnect = 1
 
@@ -33,25 +37,35 @@ const (
 )
 
 func (c *Call) serveSOCKS(conn net.Conn, br *bufio.Reader) {
-	var hdr [2]byte
-	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+	methods, ok := socksMethods(br)
+	if !ok {
 		return
 	}
-	methods := make([]byte, hdr[1])
-	if _, err := io.ReadFull(br, methods); err != nil {
-		return
-	}
-	noAuth := false
-	for _, m := range methods {
-		noAuth = noAuth || m == 0
-	}
-	if !noAuth {
+	if !bytes.Contains(methods, []byte{socksMethodNone}) {
 		conn.Write([]byte{socksVersion, socksNoAcceptableMethod})
 		return
 	}
-	if _, err := conn.Write([]byte{socksVersion, 0}); err != nil {
+	if _, err := conn.Write([]byte{socksVersion, socksMethodNone}); err != nil {
 		return
 	}
+	c.serveSOCKSRequest(conn, br)
+}
+
+// socksMethods reads a client's greeting: the methods it offers.
+func socksMethods(br *bufio.Reader) ([]byte, bool) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil || hdr[0] != socksVersion {
+		return nil, false
+	}
+	methods := make([]byte, hdr[1])
+	if _, err := io.ReadFull(br, methods); err != nil {
+		return nil, false
+	}
+	return methods, true
+}
+
+// serveSOCKSRequest reads a request and, for an allowed CONNECT, tunnels.
+func (c *Call) serveSOCKSRequest(conn net.Conn, br *bufio.Reader) {
 	var req [4]byte
 	if _, err := io.ReadFull(br, req[:]); err != nil || req[0] != socksVersion {
 		return

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 )
@@ -156,16 +155,18 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		cwd = scratch
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
-	env := commandEnv(scratch)
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}
 	var pc *proxy.Call
 	if c.net.proxied() {
 		if pc, err = s.proxyFor(ctx, c.net); err != nil {
 			return nil, err
 		}
 		defer pc.Close()
-		env = append(env, proxyEnv(s.exe)...)
+		if err := s.proxySetup(pc, cmd); err != nil {
+			return nil, err
+		}
 		// The connect helper that git over ssh runs (GIT_SSH_COMMAND).
-		sb.ReadOnly = append(sb.ReadOnly, s.exe)
+		cmd.Sandbox.ReadOnly = append(cmd.Sandbox.ReadOnly, s.exe)
 	}
 	out := &ExecOutput{}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
@@ -178,10 +179,6 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		stdout.abort()
 		return nil, err
-	}
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: env, Sandbox: sb, Unsafe: s.opts.Unsafe}
-	if pc != nil {
-		cmd.ProxySocket, cmd.ProxyToken = s.proxy.Socket(), pc.Token()
 	}
 	tree, err := s.runner.start(cmd, int64(c.memoryMb)<<20, so, se)
 	so.Close()
@@ -273,9 +270,10 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 	sb.AllowNetwork = net.open || net.proxied()
 	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
 	if net.proxied() {
-		// A network of its own with only the proxy in it, and a name service
-		// of its own (jail): none of the host's resolver files.
-		sb.PrivateNetwork, sb.ProxyPort = true, jail.ProxyPort
+		// A network of its own with only the proxy in it (its port: see
+		// proxySetup), and a name service of its own: none of the host's
+		// resolver files.
+		sb.PrivateNetwork = true
 	}
 	if net.open {
 		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -92,8 +93,10 @@ func (s *Server) checkHostsSupported() error {
 	switch {
 	case s.opts.Unsafe:
 		return fmt.Errorf("%w: this server runs commands without a sandbox (--unsafe-no-sandbox), so nothing confines them to the proxy; use allowNetwork or no network", ErrNoPrivateNetwork)
+	case runtime.GOOS == "darwin":
+		return nil // seatbelt: out to the proxy's port only
 	case runtime.GOOS != "linux":
-		return fmt.Errorf("%w: network by host is enforced on Linux only so far; use allowNetwork or no network", ErrNoPrivateNetwork)
+		return fmt.Errorf("%w: network by host is enforced on Linux and macOS only; use allowNetwork or no network", ErrNoPrivateNetwork)
 	case !jail.Isolations().PrivateNetwork:
 		return fmt.Errorf("%w: the command needs a network namespace of its own, which only a server run as root can make here (this one runs as uid %d); use allowNetwork (the whole network) or run the server as root", ErrNoPrivateNetwork, os.Getuid())
 	}
@@ -110,21 +113,42 @@ func (s *Server) proxyFor(ctx context.Context, n netChoice) (*proxy.Call, error)
 	return s.proxy.Register(ctx, n.hosts)
 }
 
-// proxyEnv points a command's tools at the proxy in its private network: the
-// variables curl, wget, git, pip, npm, yarn, Go, Python, Java and Node read,
-// and git over ssh through autobox's own connect helper (exe). No DNS is
-// offered inside, so SOCKS clients are told to resolve at the proxy (socks5h).
-func proxyEnv(exe string) []string {
-	hp := "127.0.0.1:" + strconv.Itoa(jail.ProxyPort)
-	httpURL, socksURL := "http://"+hp, "socks5h://"+hp
+// proxySetup connects a proxied command to the proxy: on Linux its launcher
+// forwards the proxy port of its private network to the proxy's socket with the
+// call's token; elsewhere (macOS) the command reaches the proxy's loopback TCP
+// port itself, with the token as credentials in the proxy URLs it is given.
+func (s *Server) proxySetup(pc *proxy.Call, cmd *policy.Command) error {
+	if runtime.GOOS == "linux" {
+		cmd.ProxySocket, cmd.ProxyToken = s.proxy.Socket(), pc.Token()
+		cmd.Sandbox.ProxyPort = jail.ProxyPort
+		hp := "127.0.0.1:" + strconv.Itoa(jail.ProxyPort)
+		cmd.Env = append(cmd.Env, proxyEnv(s.exe, "http://"+hp, "socks5h://"+hp)...)
+		return nil
+	}
+	port, err := s.proxy.ListenTCP()
+	if err != nil {
+		return fmt.Errorf("starting the network proxy: %w", err)
+	}
+	cmd.Sandbox.ProxyPort = port
+	cmd.Env = append(cmd.Env, proxyEnv(s.exe, pc.URL("http", port), pc.URL("socks5h", port))...)
+	return nil
+}
+
+// proxyEnv points a command's tools at the proxy: the variables curl, wget,
+// git, pip, npm, yarn, Go, Python, Java and Node read, and git over ssh through
+// autobox's own connect helper (exe). No DNS is offered inside, so SOCKS
+// clients are told to resolve at the proxy (socks5h).
+func proxyEnv(exe, httpURL, socksURL string) []string {
+	u, _ := url.Parse(httpURL)
+	host, port := u.Hostname(), u.Port()
 	env := []string{
 		"NO_PROXY=", "no_proxy=",
 		"npm_config_proxy=" + httpURL, "npm_config_https_proxy=" + httpURL,
 		"PIP_PROXY=" + httpURL,
 		"YARN_HTTP_PROXY=" + httpURL, "YARN_HTTPS_PROXY=" + httpURL,
 		"NODE_USE_ENV_PROXY=1",
-		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + strconv.Itoa(jail.ProxyPort) +
-			" -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + strconv.Itoa(jail.ProxyPort),
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=" + host + " -Dhttp.proxyPort=" + port +
+			" -Dhttps.proxyHost=" + host + " -Dhttps.proxyPort=" + port,
 		"GIT_SSH_COMMAND=ssh -o ProxyCommand='" + exe + " worker connect %h %p'",
 	}
 	for _, kv := range [][2]string{{"HTTP_PROXY", httpURL}, {"HTTPS_PROXY", httpURL}, {"ALL_PROXY", socksURL}} {
