@@ -1,7 +1,6 @@
 package jail
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
 )
@@ -112,12 +113,13 @@ func testScopes(t *testing.T, m jailMode) {
 	}
 }
 
-// fakeProxy is a unix socket that records the first line of each connection
-// and answers "ok".
+// fakeProxy is a seqpacket unix socket like the proxy's: it records the
+// first message of each connection (the call's preamble) and answers "ok" on
+// every socket handed over on it.
 func fakeProxy(t *testing.T) (path string, lines chan string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "proxy.sock")
-	ln, err := net.Listen("unix", path)
+	ln, err := net.Listen("unixpacket", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +131,29 @@ func fakeProxy(t *testing.T) (path string, lines chan string) {
 			if err != nil {
 				return
 			}
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			lines <- line
-			c.Write([]byte("ok"))
-			c.Close()
+			go func(c *net.UnixConn) {
+				defer c.Close()
+				buf, oob := make([]byte, 256), make([]byte, 64)
+				n, _, _, _, err := c.ReadMsgUnix(buf, oob)
+				if err != nil {
+					return
+				}
+				lines <- string(buf[:n])
+				for {
+					_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+					if err != nil {
+						return
+					}
+					msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+					for i := range msgs {
+						fds, _ := unix.ParseUnixRights(&msgs[i])
+						for _, fd := range fds {
+							unix.Write(fd, []byte("ok"))
+							unix.Close(fd)
+						}
+					}
+				}
+			}(c.(*net.UnixConn))
 		}
 	}()
 	return path, lines

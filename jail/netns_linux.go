@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 
@@ -174,10 +173,16 @@ func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, error) {
 }
 
 // forwarder serves a command's private network from the launcher's main
-// thread: each connection to the proxy port is relayed to the supervisor's
-// proxy with the call's token, and each DNS query is refused and its name kept.
+// thread: each connection to the proxy port is accepted and handed, as a
+// descriptor, to the supervisor's proxy on one seqpacket connection that names
+// the call by its token (the proxy then talks to the command's socket itself);
+// each DNS query is refused and its name kept.
 type forwarder struct {
 	socket, token string
+
+	dialOnce sync.Once
+	ctl      *net.UnixConn // to the proxy, made at the first connection
+	ctlErr   error
 
 	mu      sync.Mutex
 	lookups []string
@@ -188,49 +193,42 @@ const maxLookups = 32
 
 func (f *forwarder) serve(n *privateNet) {
 	for _, fd := range n.tcp {
-		ln, err := net.FileListener(os.NewFile(uintptr(fd), "proxy-listener"))
-		if err != nil {
-			continue
-		}
-		go f.accept(ln)
+		go f.accept(fd)
 	}
 	for _, fd := range n.udp {
 		go f.refuseDNS(fd)
 	}
 }
 
-func (f *forwarder) accept(ln net.Listener) {
+// accept takes connections on the listener fd (blocking, on a thread of its
+// own while it waits) and hands each over; it ends with the launcher.
+func (f *forwarder) accept(lfd int) {
 	for {
-		c, err := ln.Accept()
+		fd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+			continue
+		}
 		if err != nil {
 			return
 		}
-		go f.relay(c)
+		f.handOver(fd)
+		unix.Close(fd)
 	}
 }
 
-func (f *forwarder) relay(c net.Conn) {
-	defer c.Close()
-	up, err := net.Dial("unix", f.socket)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	if _, err := io.WriteString(up, policy.ProxyPreamble+f.token+"\n"); err != nil {
-		return
-	}
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
+func (f *forwarder) handOver(fd int) {
+	f.dialOnce.Do(func() {
+		c, err := net.Dial("unixpacket", f.socket)
+		if err != nil {
+			f.ctlErr = err
+			return
 		}
-		done <- struct{}{}
+		f.ctl = c.(*net.UnixConn)
+		_, f.ctlErr = io.WriteString(f.ctl, policy.ProxyPreamble+f.token+"\n")
+	})
+	if f.ctlErr == nil {
+		_, _, _ = f.ctl.WriteMsgUnix([]byte{0}, unix.UnixRights(fd), nil)
 	}
-	go cp(up, c)
-	go cp(c, up)
-	<-done
-	<-done
 }
 
 // refuseDNS answers every query on fd with REFUSED and keeps the name asked.

@@ -12,12 +12,15 @@
 // otherwise (DNS rebinding) never happens. It does not intercept TLS. Every
 // connection allowed or denied is recorded for the call's result (Record).
 //
-// Connections reach it on a unix socket (Socket) and say which call they are
-// for in a first line, "AUTOBOX-PROXY <token>": on Linux the command's
-// launcher forwards each connection from inside the command's network
-// namespace and writes that line itself, so the command never holds the token
-// and no other process can use the proxy without it (the socket's directory is
-// the server user's alone too). execute_js's fetch uses Call.DialContext
+// On Linux the connections of a command come from its launcher: the launcher
+// accepts them in the command's network namespace and hands each accepted
+// socket over, as a descriptor, on one seqpacket connection to the proxy's unix
+// socket (Socket) whose first message names the call, "AUTOBOX-PROXY <token>".
+// The proxy then talks to the command's socket itself: no relay in between.
+// The command never holds the token, and no other process can use the proxy
+// without it (the socket's directory is the server user's alone too). Where
+// there is no launcher (macOS), a loopback TCP listener takes the token as
+// proxy credentials (tcp.go). execute_js's fetch uses Call.DialContext
 // directly, with the same checks and records.
 package proxy
 
@@ -36,6 +39,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -66,7 +71,7 @@ func New(parent string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the proxy's directory: %w", err)
 	}
-	ln, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
+	ln, err := net.Listen("unixpacket", filepath.Join(dir, "proxy.sock"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("listening for the proxy: %w", err)
@@ -135,29 +140,78 @@ func (p *Proxy) serveOn(ln net.Listener, handle func(net.Conn)) {
 	}
 }
 
-// handle reads the preamble, then serves the connection as HTTP or SOCKS5 for
-// the call it names.
+// handle reads a launcher's connection: the preamble naming the call, then
+// messages each carrying one accepted socket of the command, served at once.
 func (p *Proxy) handle(conn net.Conn) {
 	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReaderSize(conn, 4096)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, Preamble) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(4*4))
+	uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, _, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return
+	}
+	line := string(buf[:n])
+	if !strings.HasPrefix(line, Preamble) {
 		return
 	}
 	c := p.call(strings.TrimSpace(strings.TrimPrefix(line, Preamble)))
-	if c == nil {
+	if c == nil || !c.track(conn) {
 		return
 	}
+	defer c.untrack(conn)
+	uc.SetReadDeadline(time.Time{})
+	for {
+		_, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+		if err != nil {
+			return
+		}
+		for _, fd := range passedFDs(oob[:oobn]) {
+			f := os.NewFile(uintptr(fd), "command-socket")
+			client, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				c.serveClient(client)
+			}()
+		}
+	}
+}
+
+// passedFDs are the descriptors of SCM_RIGHTS messages.
+func passedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}
+
+// serveClient serves a client connection of the call as HTTP or SOCKS5.
+func (c *Call) serveClient(conn net.Conn) {
+	defer conn.Close()
 	if !c.track(conn) {
 		return
 	}
 	defer c.untrack(conn)
+	br := bufio.NewReaderSize(conn, 4096)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
 	if first[0] == socksVersion {
 		c.serveSOCKS(conn, br)
 		return
