@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -86,3 +88,29 @@ func (r *recorder) record() Record {
 
 // Empty reports whether nothing was recorded.
 func (r Record) Empty() bool { return len(r.Allowed) == 0 && len(r.Denied) == 0 && r.Omitted == 0 }
+
+// LookupDenial is what a name a sandboxed command tried to resolve itself (the
+// launcher refused the query: there is no DNS inside) is recorded as.
+func LookupDenial(name string) Denial {
+	return Denial{Host: name, Port: 53, Reason: "looked up by the command itself: there is no DNS inside the sandbox, names resolve at the proxy (HTTP_PROXY, or ALL_PROXY=socks5h://)"}
+}
+
+// DeniedBlock is what ends a failed command's stderr when the proxy denied it
+// something, so that the model reading the output learns what to ask for; "" if
+// nothing was denied.
+func (rec Record) DeniedBlock() string {
+	if len(rec.Denied) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n[autobox: network denied:")
+	for i, d := range rec.Denied {
+		if i == 5 {
+			fmt.Fprintf(&b, "\n  and %d more (see the result's network.denied)", len(rec.Denied)-i+rec.Omitted)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s (%s)", d.Target(), d.Reason)
+	}
+	b.WriteString("]\n")
+	return b.String()
+}

@@ -252,12 +252,12 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	if pc != nil {
 		for _, name := range res.Lookups {
-			pc.Deny(lookupDenial(name))
+			pc.Deny(proxy.LookupDenial(name))
 		}
 		rec := pc.Close()
 		out.Network = &rec
 		if out.Killed || out.ExitCode == nil || *out.ExitCode != 0 {
-			out.Stderr += deniedBlock(rec)
+			out.Stderr += rec.DeniedBlock()
 		}
 	}
 	return out, nil

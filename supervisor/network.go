@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -122,7 +121,7 @@ func (s *Server) proxySetup(pc *proxy.Call, cmd *policy.Command) error {
 		cmd.ProxySocket, cmd.ProxyToken = s.proxy.Socket(), pc.Token()
 		cmd.Sandbox.ProxyPort = jail.ProxyPort
 		hp := "127.0.0.1:" + strconv.Itoa(jail.ProxyPort)
-		cmd.Env = append(cmd.Env, proxyEnv(s.exe, "http://"+hp, "socks5h://"+hp)...)
+		cmd.Env = append(cmd.Env, proxy.Env(s.exe, "http://"+hp, "socks5h://"+hp)...)
 		return nil
 	}
 	port, err := s.proxy.ListenTCP()
@@ -130,55 +129,8 @@ func (s *Server) proxySetup(pc *proxy.Call, cmd *policy.Command) error {
 		return fmt.Errorf("starting the network proxy: %w", err)
 	}
 	cmd.Sandbox.ProxyPort = port
-	cmd.Env = append(cmd.Env, proxyEnv(s.exe, pc.URL("http", port), pc.URL("socks5h", port))...)
+	cmd.Env = append(cmd.Env, proxy.Env(s.exe, pc.URL("http", port), pc.URL("socks5h", port))...)
 	return nil
-}
-
-// proxyEnv points a command's tools at the proxy: the variables curl, wget,
-// git, pip, npm, yarn, Go, Python, Java and Node read, and git over ssh through
-// autobox's own connect helper (exe). No DNS is offered inside, so SOCKS
-// clients are told to resolve at the proxy (socks5h).
-func proxyEnv(exe, httpURL, socksURL string) []string {
-	u, _ := url.Parse(httpURL)
-	host, port := u.Hostname(), u.Port()
-	env := []string{
-		"NO_PROXY=", "no_proxy=",
-		"npm_config_proxy=" + httpURL, "npm_config_https_proxy=" + httpURL,
-		"PIP_PROXY=" + httpURL,
-		"YARN_HTTP_PROXY=" + httpURL, "YARN_HTTPS_PROXY=" + httpURL,
-		"NODE_USE_ENV_PROXY=1",
-		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=" + host + " -Dhttp.proxyPort=" + port +
-			" -Dhttps.proxyHost=" + host + " -Dhttps.proxyPort=" + port,
-		"GIT_SSH_COMMAND=ssh -o ProxyCommand='" + exe + " worker connect %h %p'",
-	}
-	for _, kv := range [][2]string{{"HTTP_PROXY", httpURL}, {"HTTPS_PROXY", httpURL}, {"ALL_PROXY", socksURL}} {
-		env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
-	}
-	return env
-}
-
-// lookupDenial is what a name the command tried to resolve itself is recorded as.
-func lookupDenial(name string) proxy.Denial {
-	return proxy.Denial{Host: name, Port: 53, Reason: "looked up by the command itself: there is no DNS inside the sandbox, names resolve at the proxy (HTTP_PROXY, or ALL_PROXY=socks5h://)"}
-}
-
-// deniedBlock is what ends a failed command's stderr when the proxy denied it
-// something: the model reading the output learns what to ask for.
-func deniedBlock(rec proxy.Record) string {
-	if len(rec.Denied) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("\n[autobox: network denied:")
-	for i, d := range rec.Denied {
-		if i == 5 {
-			fmt.Fprintf(&b, "\n  and %d more (see the result's network.denied)", len(rec.Denied)-i+rec.Omitted)
-			break
-		}
-		fmt.Fprintf(&b, "\n  %s (%s)", d.Target(), d.Reason)
-	}
-	b.WriteString("]\n")
-	return b.String()
 }
 
 // fetchClient is execute_js's fetch for a proxied call: every connection, the

@@ -61,6 +61,7 @@ var flagUse = map[string]struct{ commands, kinds string }{
 	"force":      {"cleanup", ""},
 	"cwd":        {"wrap run", ""},
 	"no-network": {"", "native"},
+	"allow-host": {"", "native"},
 	"ro":         {"", "native"},
 	"rw":         {"", "native"},
 	"env":        {"", "native docker"},
@@ -81,7 +82,7 @@ type cli struct {
 	command, kind, project, id, tasksDir, base, cwd string
 	json, noNetwork, force                          bool
 	port                                            int
-	ro, rw, env, mounts, runArgs                    listFlag
+	ro, rw, env, mounts, runArgs, allowHosts        listFlag
 	image, user, home, docker                       string
 	argv                                            []string
 	stdin                                           io.Reader
@@ -147,6 +148,7 @@ func (c *cli) flagSet() *flag.FlagSet {
 	fs.BoolVar(&c.force, "force", false, "cleanup: remove a dirty worktree too (the branch is kept)")
 	fs.StringVar(&c.cwd, "cwd", "", "wrap, run: absolute directory to start in (default the worktree)")
 	fs.BoolVar(&c.noNetwork, "no-network", false, "native: deny network (default allowed)")
+	fs.Var(&c.allowHosts, "allow-host", "native: only this `HOST` (repeatable), through autobox's proxy: example.com, *.example.com, example.com:8443, localhost:PORT")
 	fs.Var(&c.ro, "ro", "native: extra read-only `PATH` (repeatable)")
 	fs.Var(&c.rw, "rw", "native: extra writable `PATH` (repeatable)")
 	fs.Var(&c.env, "env", "native, docker: pass variable `NAME` from this environment (repeatable)")
@@ -206,7 +208,7 @@ func (c *cli) sandbox() (runner, error) {
 	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base, Log: c.stderr}
 	switch Kind(c.kind) {
 	case KindNative:
-		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
+		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, AllowHosts: c.allowHosts, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
 	case KindDocker:
 		var mounts []Mount
 		for _, m := range c.mounts {

@@ -116,7 +116,7 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 		}
 	}
 	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices,
-		AllowNetwork: !n.o.NoNetwork, AllowExec: true}, nil
+		AllowNetwork: !n.o.NoNetwork, PrivateNetwork: len(n.o.AllowHosts) > 0, AllowExec: true}, nil
 }
 
 // alternates are the canonical object directories objects/info/alternates borrows from;

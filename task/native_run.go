@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 )
 
 // run, holding the task's run lock, makes the workspace and runs argv in the sandbox.
@@ -38,7 +41,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 	if cwd == "" {
 		cwd = rec.Path
 	}
-	jp := &jailProc{}
+	jp := &jailProc{stderr: s.err}
 	stdout, err := jp.file(s.out)
 	if err != nil {
 		return nil, err
@@ -49,9 +52,16 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		return nil, err
 	}
 	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol}
+	if pol.PrivateNetwork {
+		if err := jp.startProxy(ctx, n, spec); err != nil {
+			jp.closeWriters()
+			return nil, err
+		}
+	}
 	jp.tree, err = jail.Start(n.exe, spec, stdout, stderr)
 	jp.closeWriters() // the launcher has its copies; the copiers end when the tree exits
 	if err != nil {
+		jp.closeProxy()
 		jp.copies.Wait()
 		if errors.Is(err, jail.ErrUnsupported) {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
@@ -67,7 +77,10 @@ type jailProc struct {
 	tree    *jail.Tree
 	writers []*os.File // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
-	mu      sync.Mutex // serialises the copiers: stdout and stderr may be one writer
+	mu      sync.Mutex   // serialises the copiers: stdout and stderr may be one writer
+	stderr  io.Writer    // the run's stderr, for what the proxy refused
+	proxy   *proxy.Proxy // with AllowHosts: the run's proxy and its call
+	call    *proxy.Call
 }
 
 type lockedWriter struct {
@@ -109,9 +122,50 @@ func (j *jailProc) closeWriters() {
 	j.writers = nil
 }
 
+// startProxy gives a harness with an allowlist its proxy, in this process, for
+// the run (see package proxy): the launcher hands it the harness's connections.
+func (j *jailProc) startProxy(ctx context.Context, n *Native, spec *jail.Spec) error {
+	hosts, err := policy.ParseAllowHosts("--allow-host", n.o.AllowHosts)
+	if err != nil {
+		return err
+	}
+	if j.proxy, err = proxy.New(os.TempDir()); err != nil {
+		return fmt.Errorf("starting the network proxy: %w", err)
+	}
+	if j.call, err = j.proxy.Register(ctx, hosts); err != nil {
+		j.proxy.Close()
+		return err
+	}
+	hp := "127.0.0.1:" + strconv.Itoa(jail.ProxyPort)
+	spec.ProxySocket, spec.ProxyToken, spec.Sandbox.ProxyPort = j.proxy.Socket(), j.call.Token(), jail.ProxyPort
+	spec.Sandbox.ReadOnly = append(spec.Sandbox.ReadOnly, n.exe) // ssh's proxy command
+	spec.Env = append(spec.Env, proxy.Env(n.exe, "http://"+hp, "socks5h://"+hp)...)
+	return nil
+}
+
+// closeProxy ends the run's proxy, if any, and returns what it recorded.
+func (j *jailProc) closeProxy() proxy.Record {
+	if j.proxy == nil {
+		return proxy.Record{}
+	}
+	rec := j.call.Close()
+	j.proxy.Close()
+	return rec
+}
+
 func (j *jailProc) wait() (int, error) {
 	res, err := j.tree.Wait()
 	j.copies.Wait()
+	if j.proxy != nil {
+		for _, name := range res.Lookups {
+			j.call.Deny(proxy.LookupDenial(name))
+		}
+		// The run's output is the harness's own: what the proxy refused is said
+		// after it, on its stderr.
+		if block := j.closeProxy().DeniedBlock(); block != "" && j.stderr != nil {
+			io.WriteString(j.stderr, block)
+		}
+	}
 	switch {
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
