@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 
@@ -191,28 +192,41 @@ type forwarder struct {
 // maxLookups bounds the names kept for the report.
 const maxLookups = 32
 
+// serve starts serving n's listeners. They go to Go's poller, so that waiting
+// on them takes no thread (a thread per blocking descriptor would have to be
+// made at the start of the call).
 func (f *forwarder) serve(n *privateNet) {
 	for _, fd := range n.tcp {
-		go f.accept(fd)
+		file := os.NewFile(uintptr(fd), "proxy-listener")
+		ln, err := net.FileListener(file)
+		file.Close()
+		if err == nil {
+			go f.accept(ln)
+		}
 	}
 	for _, fd := range n.udp {
-		go f.refuseDNS(fd)
+		file := os.NewFile(uintptr(fd), "dns")
+		pc, err := net.FilePacketConn(file)
+		file.Close()
+		if err == nil {
+			go f.refuseDNS(pc)
+		}
 	}
+	n.tcp, n.udp = nil, nil // closed above: the listeners own duplicates
 }
 
-// accept takes connections on the listener fd (blocking, on a thread of its
-// own while it waits) and hands each over; it ends with the launcher.
-func (f *forwarder) accept(lfd int) {
+// accept hands over each connection; it ends with the launcher.
+func (f *forwarder) accept(ln net.Listener) {
 	for {
-		fd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
-			continue
-		}
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		f.handOver(fd)
-		unix.Close(fd)
+		if file, err := c.(*net.TCPConn).File(); err == nil {
+			f.handOver(int(file.Fd()))
+			file.Close()
+		}
+		c.Close()
 	}
 }
 
@@ -231,15 +245,12 @@ func (f *forwarder) handOver(fd int) {
 	}
 }
 
-// refuseDNS answers every query on fd with REFUSED and keeps the name asked.
-func (f *forwarder) refuseDNS(fd int) {
+// refuseDNS answers every query on pc with REFUSED and keeps the name asked.
+func (f *forwarder) refuseDNS(pc net.PacketConn) {
 	buf := make([]byte, 1500)
 	for {
-		n, from, err := unix.Recvfrom(fd, buf, 0)
+		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
 			return
 		}
 		reply, name, ok := refusedReply(buf[:n])
@@ -247,7 +258,7 @@ func (f *forwarder) refuseDNS(fd int) {
 			continue
 		}
 		f.keep(name)
-		_ = unix.Sendto(fd, reply, 0, from)
+		_, _ = pc.WriteTo(reply, from)
 	}
 }
 
