@@ -315,7 +315,11 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 				return false, err
 			}
 			if err := root.addPolicy(pr.base); err != nil {
-				return false, err
+				err = root.abandon(err)
+				if !errors.Is(err, errRootSetup) {
+					return false, err
+				}
+				return false, readOnlyMounts(sb)
 			}
 		}
 	case pr != nil && pr.rootErr != nil:
@@ -330,7 +334,13 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 		return false, readOnlyMounts(sb)
 	}
 	if err := root.addPolicy(sb); err != nil {
-		return false, err
+		// A path of the call's that cannot be bound (a filesystem that
+		// refuses): the host's mounts made read-only instead, as where no
+		// root can be built; the started frame says so.
+		if err = root.abandon(err); !errors.Is(err, errRootSetup) {
+			return false, err
+		}
+		return false, readOnlyMounts(sb)
 	}
 	if netFiles {
 		if err := root.netFiles(); err != nil {

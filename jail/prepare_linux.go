@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -50,8 +51,10 @@ func prepare(base *policy.Sandbox) *prepared {
 		pr.root, pr.rootErr = enterPrivateRoot()
 		if pr.root != nil {
 			if err := pr.root.addPolicy(base); err != nil {
-				pr.root, pr.rootErr = nil, err
-				return pr
+				pr.root, pr.rootErr = nil, pr.root.abandon(err)
+				if !errors.Is(pr.rootErr, errRootSetup) {
+					return pr // the thread is not usable: every spec fails
+				}
 			}
 		}
 	}

@@ -235,7 +235,12 @@ var launcherEnvBase = goenv.Child("16MiB")
 
 // usePidNamespace reports whether launchers get a pid namespace of their own:
 // where this process may make one (CAP_SYS_ADMIN), unless NoNamespacesEnv.
-func usePidNamespace() bool { return !namespacesOff && hasCapSysAdmin() }
+func usePidNamespace() bool {
+	return !namespacesOff && !pidNamespacesRefused.Load() && hasCapSysAdmin()
+}
+
+// pidNamespacesRefused is set when making a launcher's pid namespace failed.
+var pidNamespacesRefused atomic.Bool
 
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
@@ -246,11 +251,14 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if t.pidns {
 		sys.Cloneflags = syscall.CLONE_NEWPID
 	}
-	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
-		Env:   launcherEnv(),
-		Files: files,
-		Sys:   sys,
-	})
+	attr := &syscall.ProcAttr{Env: launcherEnv(), Files: files, Sys: sys}
+	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	if err != nil && t.pidns && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+		// A host (a container) that refuses pid namespaces to root: without.
+		pidNamespacesRefused.Store(true)
+		t.pidns, sys.Cloneflags = false, 0
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	}
 	if err != nil {
 		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
 		return
