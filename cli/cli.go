@@ -307,6 +307,7 @@ type limitFlags struct {
 	timeout opt[int]
 	memory  opt[int]
 	network bool
+	hosts   listFlag // nil: none given
 	mounts  []policy.MountSpec
 	json    bool
 }
@@ -315,7 +316,8 @@ func (l *limitFlags) register(fs *flag.FlagSet, defTimeout, maxTimeout, defMemor
 	l.timeout, l.memory = optMillis(), optInt()
 	fs.Var(&l.timeout, "timeout", fmt.Sprintf("time limit: milliseconds or a duration like 2s (default %dms, max %dms)", defTimeout, maxTimeout))
 	fs.Var(&l.memory, "memory", fmt.Sprintf("memory limit in MB (default %d, %d-%d)", defMemory, minMemory, maxMemory))
-	fs.BoolVar(&l.network, "network", false, "allow network access")
+	fs.BoolVar(&l.network, "network", false, "allow the whole network")
+	fs.Var(&l.hosts, "allow-host", "allow this host only, through autobox's proxy: example.com, *.example.com, example.com:8443, localhost:5432, 10.0.0.0/8:5432 (repeatable; not with --network)")
 	fs.Var(mountsFlag{&l.mounts}, "mount", "mount a host directory: HOST:SANDBOX[:ro|rw] (default ro; repeatable)")
 	fs.Var(workspaceFlag{&l.mounts}, "workspace", "mount a workspace read-write at its sandbox path, by id (repeatable)")
 	fs.BoolVar(&l.json, "json", false, "print the whole result object as JSON")

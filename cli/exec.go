@@ -15,9 +15,10 @@ const execHelp = `Usage: autobox exec [flags] [--] ARGV...
 
 Run a command under the OS sandbox, exactly as the exec_command tool does: reads
 limited to system directories and --mount/--workspace directories, writes only to rw
-mounts and a per-call scratch dir ($HOME, $TMPDIR), no network unless --network, the
-whole process tree killed at --timeout, an RSS watchdog at --memory, and limits on
-processes, bytes written, CPU time and open files (see Flags). Sandbox paths
+mounts and a per-call scratch dir ($HOME, $TMPDIR), no network unless --network (all
+of it) or --allow-host (those hosts, through autobox's proxy), the whole process tree
+killed at --timeout, an RSS watchdog at --memory, and limits on processes, bytes
+written, CPU time and open files (see Flags). Sandbox paths
 (/mnt/...) in ARGV are rewritten to host paths. Stdin is not passed on.
 
 The command's output is collected by the sandbox (stdout up to 256 KB, stderr up to
@@ -34,6 +35,7 @@ Examples:
   autobox exec --max-processes 64 --max-write-mb 100 --cpu 5s -- make -j8
   autobox exec --workspace 0b5e... --cwd /mnt/project -- sh -c 'sed -i s/a/b/ x.txt'
   autobox exec --json -- uname -a | jq .stdout
+  autobox exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests
 `
 
 func (e *env) exec(args []string) int {
@@ -65,7 +67,7 @@ func (e *env) exec(args []string) int {
 		return e.fail("exec", err)
 	}
 	defer s.Close()
-	out, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, Mounts: l.mounts, Cwd: dir,
+	out, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
 		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v})
 	if err != nil {
 		return e.fail("exec", err)

@@ -38,7 +38,8 @@ const (
 	tagError    = 8
 	tagKind     = 9
 	tagRoot     = 10
-	tagUsage    = 11
+	tagLookups  = 11
+	tagUsage    = 12
 )
 
 // Tags of policy.Command.
@@ -49,7 +50,9 @@ const (
 	tagSandbox = 4
 	tagUnsafe  = 5
 	// 6 was the cgroup a command joined; pooled launchers join theirs while idle.
-	tagLimits = 7
+	tagProxySocket = 7
+	tagProxyToken  = 8
+	tagLimits      = 9
 )
 
 // Tags of policy.Limits.
@@ -77,6 +80,8 @@ const (
 	tagAllowNetwork = 5
 	tagAllowExec    = 6
 	tagLinks        = 7
+	tagPrivateNet   = 8
+	tagProxyPort    = 9
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -148,6 +153,7 @@ func (e *encoder) message(m *message) {
 	e.int(tagPid, m.Pid)
 	e.flag(tagPrepared, m.Prepared)
 	e.flag(tagRoot, m.PrivateRoot)
+	e.strs(tagLookups, m.Lookups)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -177,6 +183,8 @@ func (e *encoder) command(c *policy.Command) {
 	e.strs(tagEnv, c.Env)
 	e.nested(tagSandbox, func(e *encoder) { e.sandbox(&c.Sandbox) })
 	e.flag(tagUnsafe, c.Unsafe)
+	e.str(tagProxySocket, c.ProxySocket)
+	e.str(tagProxyToken, c.ProxyToken)
 	if c.Limits != nil {
 		e.nested(tagLimits, func(e *encoder) { e.limits(c.Limits) })
 	}
@@ -190,6 +198,8 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.flag(tagAllowNetwork, s.AllowNetwork)
 	e.flag(tagAllowExec, s.AllowExec)
 	e.strs(tagLinks, s.Links)
+	e.flag(tagPrivateNet, s.PrivateNetwork)
+	e.int(tagProxyPort, s.ProxyPort)
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -298,6 +308,8 @@ func (d *decoder) message(m *message) error {
 			m.Prepared = true
 		case tagRoot:
 			m.PrivateRoot = true
+		case tagLookups:
+			m.Lookups, err = d.strs()
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:
@@ -329,6 +341,10 @@ func (d *decoder) command(c *policy.Command) error {
 			err = d.nested(func(d *decoder) error { return d.sandbox(&c.Sandbox) })
 		case tagUnsafe:
 			c.Unsafe = true
+		case tagProxySocket:
+			c.ProxySocket, err = d.str()
+		case tagProxyToken:
+			c.ProxyToken, err = d.str()
 		case tagLimits:
 			c.Limits = new(policy.Limits)
 			err = d.nested(func(d *decoder) error { return d.limits(c.Limits) })
@@ -396,6 +412,10 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.AllowExec = true
 		case tagLinks:
 			s.Links, err = d.strs()
+		case tagPrivateNet:
+			s.PrivateNetwork = true
+		case tagProxyPort:
+			s.ProxyPort, err = d.int()
 		default:
 			err = errTag(tag)
 		}

@@ -67,6 +67,9 @@ func LauncherMain() {
 	os.Exit(2)
 }
 
+// Isolations reports that launchers add nothing here: there are none.
+func Isolations() Isolation { return Isolation{} }
+
 // KernelProcessLimit returns false.
 func (t *Tree) KernelProcessLimit() bool { return false }
 

@@ -14,3 +14,7 @@ type Result = policy.Exit
 // an unprivileged user gets (Landlock, seccomp, the process-tree sweep); the
 // tests use it to check those paths on a root machine.
 const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
+
+// ProxyPort is where, inside its private network, a command reaches the proxy
+// for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
+const ProxyPort = 3128

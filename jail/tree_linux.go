@@ -96,6 +96,9 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
+	if spec.Sandbox.PrivateNetwork && !wantPrivateRoot() {
+		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (it needs root)", ErrUnsupported)
+	}
 	return Probe().Check(&spec.Sandbox)
 }
 
@@ -245,7 +248,12 @@ var launcherEnvBase = goenv.Child("16MiB")
 
 // usePidNamespace reports whether launchers get a pid namespace of their own:
 // where this process may make one (CAP_SYS_ADMIN), unless NoNamespacesEnv.
-func usePidNamespace() bool { return !namespacesOff && hasCapSysAdmin() }
+func usePidNamespace() bool {
+	return !namespacesOff && !pidNamespacesRefused.Load() && hasCapSysAdmin()
+}
+
+// pidNamespacesRefused is set when making a launcher's pid namespace failed.
+var pidNamespacesRefused atomic.Bool
 
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
@@ -260,11 +268,14 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if n := len(files) - firstCgroupFD; n > 0 {
 		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
 	}
-	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
-		Env:   env,
-		Files: files,
-		Sys:   sys,
-	})
+	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
+	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	if err != nil && t.pidns && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+		// A host (a container) that refuses pid namespaces to root: without.
+		pidNamespacesRefused.Store(true)
+		t.pidns, sys.Cloneflags = false, 0
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	}
 	if err != nil {
 		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
 		return
@@ -324,6 +335,7 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
 			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
+			r.res.Lookups = m.Lookups
 			if m.Usage != nil {
 				r.res.Usage = *m.Usage
 			}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +117,7 @@ func sandboxed(argv ...string) *Spec {
 
 func TestExitCodeAndOutput(t *testing.T) {
 	res, out, errOut := run(t, sandboxed("sh", "-c", "echo hi; echo oops >&2; exit 3"))
-	if exit(res) != (Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
+	if !reflect.DeepEqual(exit(res), Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
 		t.Errorf("got %+v, stdout %q, stderr %q", res, out, errOut)
 	}
 	// What the kernel accounted of the command and what it reaped.
@@ -133,7 +134,7 @@ func exit(res Result) Result {
 
 func TestSignalResult(t *testing.T) {
 	res, _, _ := run(t, sandboxed("sh", "-c", "kill -TERM $$"))
-	if exit(res) != (Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
+	if !reflect.DeepEqual(exit(res), Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
 		t.Errorf("got %+v", res)
 	}
 }
@@ -327,7 +328,7 @@ func TestWaitKillsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := tree.Wait()
-	if err != nil || exit(res) != (Result{Started: true}) {
+	if err != nil || !reflect.DeepEqual(exit(res), Result{Started: true}) {
 		t.Errorf("Wait: %+v, %v", res, err)
 	}
 	if left := survivors(t, tree.Pid()); len(left) != 0 {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 )
 
 // Argument bounds for exec_command.
@@ -25,7 +26,8 @@ type ExecInput struct {
 	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths (/mnt/...) in arguments, --flag= values and bash -c text are rewritten to host paths"`
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
-	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow network access; without it no socket can be created"`
+	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
+	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
@@ -36,19 +38,20 @@ type ExecInput struct {
 
 // ExecOutput is the exec_command result.
 type ExecOutput struct {
-	Stdout          string  `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
-	Stderr          string  `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
-	ExitCode        *int    `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error)"`
-	Killed          bool    `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
-	DurationMs      float64 `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
-	StdoutTruncated bool    `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
-	StderrTruncated bool    `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
-	Signal          string  `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
-	Unsandboxed     bool    `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
-	StdoutEncoding  string  `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
-	StderrEncoding  string  `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
-	Error           string  `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
-	Usage           Usage   `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
+	Stdout          string        `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
+	Stderr          string        `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
+	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error)"`
+	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
+	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
+	StdoutTruncated bool          `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
+	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
+	Signal          string        `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
+	Unsandboxed     bool          `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
+	StdoutEncoding  string        `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	StderrEncoding  string        `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
+	Network         *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts reached and the connections refused, with why"`
+	Usage           Usage         `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
 }
 
 // execCall is a validated exec_command call.
@@ -56,7 +59,7 @@ type execCall struct {
 	argv      []string
 	timeout   time.Duration
 	memoryMb  int
-	network   bool
+	net       netChoice
 	mounts    []policy.Mount
 	cwd       string // host path, "" = scratch
 	timeoutMs int
@@ -64,7 +67,7 @@ type execCall struct {
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
-	c := &execCall{network: in.AllowNetwork}
+	c := &execCall{}
 	if len(in.Command) == 0 {
 		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
 	}
@@ -89,6 +92,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
+	if c.net, err = s.networkChoice(in.AllowNetwork, in.AllowHosts, true); err != nil {
+		return nil, err
+	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
 		return nil, err
 	}
@@ -157,7 +163,20 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if cwd == "" {
 		cwd = scratch
 	}
-	sb := commandPolicy(c.mounts, scratch, c.network)
+	sb := commandPolicy(c.mounts, scratch, c.net)
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	var pc *proxy.Call
+	if c.net.proxied() {
+		if pc, err = s.proxyFor(ctx, c.net); err != nil {
+			return nil, err
+		}
+		defer pc.Close()
+		if err := s.proxySetup(pc, cmd); err != nil {
+			return nil, err
+		}
+		// The connect helper that git over ssh runs (GIT_SSH_COMMAND).
+		cmd.Sandbox.ReadOnly = append(cmd.Sandbox.ReadOnly, s.exe)
+	}
 	out := &ExecOutput{}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
 	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
@@ -170,7 +189,6 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		stdout.abort()
 		return nil, err
 	}
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	tree, err := s.runner.start(cmd, int64(c.memoryMb)<<20, so, se)
 	so.Close()
 	se.Close()
@@ -246,16 +264,32 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		out.Killed = true
 		out.Stderr = "killed: call cancelled\n" + out.Stderr
 	}
+	if pc != nil {
+		for _, name := range res.Lookups {
+			pc.Deny(proxy.LookupDenial(name))
+		}
+		rec := pc.Close()
+		out.Network = &rec
+		if out.Killed || out.ExitCode == nil || *out.ExitCode != 0 {
+			out.Stderr += rec.DeniedBlock()
+		}
+	}
 	return out, nil
 }
 
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
-func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.Sandbox {
+func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.Sandbox {
 	sb := *basePolicy()
-	sb.AllowNetwork = network
+	sb.AllowNetwork = net.open || net.proxied()
 	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
-	if network {
+	if net.proxied() {
+		// A network of its own with only the proxy in it (its port: see
+		// proxySetup), and a name service of its own: none of the host's
+		// resolver files.
+		sb.PrivateNetwork = true
+	}
+	if net.open {
 		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)
 		sb.Links = append(append([]string(nil), sb.Links...), systemPaths().networkLinks...)
 	}

@@ -127,8 +127,10 @@ var inputRules = map[string]map[string][]rule{
 	},
 }
 
-// withMounts adds the rules of the mounts parameter, which both runners take.
+// withMounts adds the rules of the mounts and allowHosts parameters, which both
+// runners take.
 func withMounts(rules map[string][]rule) map[string][]rule {
+	rules["allowHosts"] = []rule{items(0, policy.MaxAllowHosts)}
 	rules["mounts"] = []rule{byDefault([]any{}), items(0, policy.MaxMounts)}
 	rules["mounts/items/mode"] = []rule{choices(false, "ro", "rw")}
 	return rules

@@ -34,7 +34,8 @@ Per-task sandboxes for agent harnesses: a git worktree per task on branch autobo
 under $AUTOBOX_TASKS_DIR (default $XDG_DATA_HOME/autobox-tasks).
 
 Commands:
-  workspace   create the task's worktree if missing; print its directory
+  workspace   create the task's worktree if missing, or check it (undoing what a sandbox
+              changed in its git files); print its directory
   wrap        print the argv that runs ARGV inside the task's sandbox (no side effects)
   run         workspace + wrap + run ARGV; exits with ARGV's status
   endpoint    print the URL a sandboxed process uses to reach --port on the host
@@ -72,6 +73,7 @@ var flagUse = map[string]struct{ commands, kinds string }{
 	"force":          {"cleanup", ""},
 	"cwd":            {"wrap run", ""},
 	"no-network":     {"", "native"},
+	"allow-host":     {"", "native"},
 	"max-processes":  {"", "native"},
 	"max-write-mb":   {"", "native"},
 	"cpu-ms":         {"", "native"},
@@ -96,7 +98,7 @@ type cli struct {
 	command, kind, project, id, tasksDir, base, cwd string
 	json, noNetwork, force                          bool
 	port                                            int
-	ro, rw, env, mounts, runArgs                    listFlag
+	ro, rw, env, mounts, runArgs, allowHosts        listFlag
 	limits                                          policy.Limits
 	image, user, home, docker                       string
 	argv                                            []string
@@ -163,6 +165,7 @@ func (c *cli) flagSet() *flag.FlagSet {
 	fs.BoolVar(&c.force, "force", false, "cleanup: remove a dirty worktree too (the branch is kept)")
 	fs.StringVar(&c.cwd, "cwd", "", "wrap, run: absolute directory to start in (default the worktree)")
 	fs.BoolVar(&c.noNetwork, "no-network", false, "native: deny network (default allowed)")
+	fs.Var(&c.allowHosts, "allow-host", "native: only this `HOST` (repeatable), through autobox's proxy: example.com, *.example.com, example.com:8443, localhost:PORT")
 	fs.Var(&c.ro, "ro", "native: extra read-only `PATH` (repeatable)")
 	fs.Var(&c.rw, "rw", "native: extra writable `PATH` (repeatable)")
 	fs.Var(&c.env, "env", "native, docker: pass variable `NAME` from this environment (repeatable)")
@@ -238,11 +241,11 @@ type runner interface {
 }
 
 func (c *cli) sandbox() (runner, error) {
-	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base}
+	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base, Log: c.stderr}
 	switch Kind(c.kind) {
 	case KindNative:
 		limits := c.limits
-		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env, Limits: &limits})
+		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, AllowHosts: c.allowHosts, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env, Limits: &limits})
 	case KindDocker:
 		var mounts []Mount
 		for _, m := range c.mounts {
@@ -260,7 +263,7 @@ func (c *cli) sandbox() (runner, error) {
 
 func (c *cli) do(ctx context.Context) (int, error) {
 	if c.command == "list" {
-		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir, Log: c.stderr})
 		if err != nil {
 			return 0, err
 		}
@@ -343,7 +346,7 @@ func (c *cli) printList(infos []Info) error {
 		switch {
 		case in.Stranded:
 			state = "stranded"
-		case in.Dirty:
+		case in.Dirty || in.Unchecked:
 			state = in.Detail
 		}
 		if in.Running {

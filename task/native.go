@@ -18,6 +18,10 @@ type NativeOptions struct {
 	// NoNetwork denies the harness every socket but AF_UNIX and all TCP. The zero value
 	// allows network, because harnesses call their model APIs.
 	NoNetwork bool
+	// AllowHosts narrows the network to these hosts, reached through autobox's proxy
+	// from a network of the harness's own (entries as exec_command's allowHosts). It
+	// needs a network namespace (root); not with NoNetwork.
+	AllowHosts []string
 	// ReadOnly are extra host paths the harness may read and execute (where it is
 	// installed, its configuration). Made canonical.
 	ReadOnly []string
@@ -57,7 +61,8 @@ var _ Sandbox = (*Native)(nil)
 
 // NewNative resolves the project and checks the options. It refuses a repository with
 // extensions.worktreeConfig, whose per-worktree config file lies in the admin directory the
-// sandbox can write: host git would read it.
+// sandbox can write: host git would read it while the harness runs (autobox removes one the
+// harness made when the run ends, for a repository that turns the extension on later).
 func NewNative(opts *NativeOptions) (*Native, error) {
 	var o NativeOptions
 	if opts != nil {
@@ -70,6 +75,14 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	}
 	if _, err := envNames(o.Env); err != nil {
 		return nil, err
+	}
+	if len(o.AllowHosts) > 0 {
+		if o.NoNetwork {
+			return nil, fmt.Errorf("%w: --allow-host and --no-network together", ErrInvalid)
+		}
+		if _, err := policy.ParseAllowHosts("--allow-host", o.AllowHosts); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	w, err := newWorktree(&o.Options, KindNative)
 	if err != nil {
@@ -141,6 +154,9 @@ func (n *Native) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	if n.o.NoNetwork {
 		out = append(out, "--no-network")
 	}
+	for _, h := range n.o.AllowHosts {
+		out = append(out, "--allow-host", h)
+	}
 	for _, p := range n.o.ReadOnly {
 		out = append(out, "--ro", p)
 	}
@@ -163,7 +179,8 @@ func (n *Native) Wrap(argv []string, o WrapOptions) ([]string, error) {
 }
 
 // Endpoint is on the host's loopback interface, which the sandbox shares. With NoNetwork
-// there is none: TCP is denied.
+// there is none: TCP is denied. With AllowHosts the harness reaches it through the proxy
+// only if the list names localhost:PORT.
 func (n *Native) Endpoint(port int) (string, error) {
 	if n.o.NoNetwork {
 		return "", fmt.Errorf("%w: no host endpoint: the task's network is denied", ErrUnsupported)

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,5 +335,34 @@ func TestNativeLimits(t *testing.T) {
 	code, out = runScript(t, n, "lim", `for i in $(seq 12); do sleep 1 & done; wait; echo done`)
 	if !(code == 2 && strings.Contains(out, "Cannot fork")) && code != exitProcesses {
 		t.Errorf("12 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+}
+
+// TestNativeAllowHosts: with --allow-host the harness reaches the listed hosts
+// through the proxy and nothing else: not the host's loopback directly, not a
+// port the list does not name; a failed run's stderr says what was refused.
+func TestNativeAllowHosts(t *testing.T) {
+	if !jail.Isolations().PrivateNetwork {
+		t.Skip("--allow-host needs a network namespace for the harness: root")
+	}
+	root, tasks := newRepo(t), tasksDir(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "through the proxy") }))
+	defer srv.Close()
+	hp := strings.TrimPrefix(srv.URL, "http://")
+	_, port, _ := net.SplitHostPort(hp)
+	n := newNative(t, root, tasks, &NativeOptions{AllowHosts: []string{hp}})
+	if code, out := runScript(t, n, "net", "curl -sS "+srv.URL+"/"); code != 0 || out != "through the proxy" {
+		t.Fatalf("an allowed host: exit %d: %s", code, out)
+	}
+	direct := `exec /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `'`
+	if code, out := runScript(t, n, "net", direct); code == 0 {
+		t.Fatalf("the host's loopback, around the proxy: exit 0: %s", out)
+	}
+	code, out := runScript(t, n, "net", "curl -sSf http://127.0.0.1:1/")
+	if code == 0 || !strings.Contains(out, "[autobox: network denied:") || !strings.Contains(out, "127.0.0.1:1 (port 1 not allowed)") {
+		t.Fatalf("a port not in the list: exit %d: %s", code, out)
+	}
+	if _, err := NewNative(&NativeOptions{Options: Options{Project: root, TasksDir: tasks}, AllowHosts: []string{"*:443"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bad entry: %v", err)
 	}
 }

@@ -20,5 +20,9 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.PoolSize, "pool", 2, "warm JS workers kept ready")
 	fs.BoolVar(&o.Unsafe, "unsafe-no-sandbox", false, "run exec_command without an OS sandbox where none exists")
+	fs.Func("allow-host", "a host every call may reach through the proxy, by default and at most (repeatable)", func(v string) error {
+		o.AllowHosts = append(o.AllowHosts, v)
+		return nil
+	})
 	return f, fs.Parse(args)
 }

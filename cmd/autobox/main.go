@@ -18,6 +18,7 @@ import (
 
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/seatbelt"
 	"github.com/autobox-dev/autobox/supervisor"
 	"github.com/autobox-dev/autobox/task"
@@ -50,6 +51,8 @@ Usage:
 Serve flags:
   --pool N                warm JS workers kept ready (default 2)
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
+  --allow-host H          every call's network is these hosts (repeatable): the default
+                          and the ceiling of a call's allowHosts
   --cpuprofile FILE       write a CPU profile of the server (development)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
@@ -81,6 +84,8 @@ func main() {
 			jail.LauncherMain()
 		case seatbelt.LimitsRole: // macOS: a command's rlimits, then sandbox-exec
 			seatbelt.LimitsMain(args[2:])
+		case "connect":
+			os.Exit(proxy.ConnectMain(args[2:]))
 		}
 		fmt.Fprintf(os.Stderr, "autobox worker: unknown role %q\n", args[1])
 		os.Exit(2)
