@@ -28,8 +28,10 @@ import (
 //   - RLIMIT_FSIZE applies to writes to regular files, and the launcher writes
 //     none (its frames go to a pipe).
 //   - RLIMIT_NOFILE caps the numbers of new descriptors, and the launcher holds
-//     about a dozen (policy.ExecMinMaxOpenFiles is 16); it opens one at a time
-//     afterwards (/proc files while it kills).
+//     about 20 while the command runs (its pipes, the Go runtime's poller and
+//     cgroup files, with a private network the proxy's listeners) and opens a
+//     few at a time (a connection it accepts and hands to the proxy, /proc files
+//     while it kills): policy.ExecMinMaxOpenFiles is 64.
 //   - RLIMIT_CPU counts the launcher's own CPU time too, which is milliseconds;
 //     its SIGXCPU is caught (a caught signal is reset to the default in the
 //     command at exec, so the command is not spared), and the hard limit is a

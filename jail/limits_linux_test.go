@@ -18,7 +18,7 @@ func TestLimits(t *testing.T) {
 	requireJail(t)
 	pool := NewPool(testExe(t), 1, nil)
 	defer pool.Close()
-	l := &policy.Limits{Processes: 5, WriteBytes: 3000, CPU: 1500 * time.Millisecond, OpenFiles: 40}
+	l := &policy.Limits{Processes: 5, WriteBytes: 3000, CPU: 1500 * time.Millisecond, OpenFiles: 64}
 	dir := t.TempDir()
 	sb := basePolicy(t)
 	sb.ReadWrite = []string{dir}
@@ -40,7 +40,7 @@ i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done
 		t.Fatalf("%+v, %v\n%s", res, err, got)
 	}
 	// dash counts file sizes in 512-byte blocks.
-	want := "40\n40\n2\n3\n5\n5\ndd=1\n"
+	want := "64\n64\n2\n3\n5\n5\ndd=1\n"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("rlimits and EFBIG: got\n%s\nwant it to start with\n%s", got, want)
 	}

@@ -10,15 +10,24 @@ import "github.com/autobox-dev/autobox/policy"
 type endFigures struct {
 	shmem     int64
 	peakTasks int
+	refused   int
 }
 
 func (t *Tree) endFigures() endFigures {
-	return endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks()}
+	return endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
 }
 
 // ForksRefused is how many forks of the tree the kernel refused at its process
-// limit so far (0 where the command has no pids cgroup). Safe to call at any time.
-func (t *Tree) ForksRefused() int { return t.cmdcg.forksRefused() }
+// limit so far (0 where the command has no pids cgroup). Safe to call at any
+// time; after Wait, the count at the end.
+func (t *Tree) ForksRefused() int {
+	select {
+	case <-t.finished:
+		return t.ended.refused
+	default:
+		return t.cmdcg.forksRefused()
+	}
+}
 
 // KernelProcessLimit reports whether the kernel holds the tree to its
 // Limits.Processes (a pids cgroup of its own); else only the watchdog does.

@@ -16,8 +16,11 @@ const (
 	ExecMaxCPUMs = 1000000
 
 	ExecDefaultMaxOpenFiles = 1024
-	ExecMinMaxOpenFiles     = 16
-	ExecMaxMaxOpenFiles     = 65536
+	// The launcher that starts a command shares its RLIMIT_NOFILE (see jail's
+	// applyRlimits) and holds about 20 descriptors while the command runs (with
+	// allowHosts, the proxy's listeners and the connections it hands over).
+	ExecMinMaxOpenFiles = 64
+	ExecMaxMaxOpenFiles = 65536
 )
 
 // ForkRefusalsToKill is how many forks the kernel may refuse a tree held to

@@ -219,7 +219,7 @@ func TestCLIExec(t *testing.T) {
 	h.want(h.run("", "exec", "--max-processes", "20", "--timeout", "20s", "--", "bash", "-c", ":(){ :|:& };:; sleep 15"), 154, "", "process limit exceeded (")
 	h.want(h.run("", "exec", "--max-write-mb", "10", "--timeout", "10s", "--", "sh", "-c", "for i in 1 2 3 4; do dd if=/dev/zero of=f$i bs=1M count=4 status=none; sleep 0.05; done"), 153, "", "disk limit exceeded (")
 	h.want(h.run("", "exec", "--cpu", "200", "--timeout", "10s", "--", "sh", "-c", "while :; do :; done"), 152, "", "ms CPU > --cpu 200; watchdog)\n")
-	h.want(h.run("", "exec", "--max-open-files", "20", "--", "sh", "-c", "ulimit -n"), 0, "20\n", "")
+	h.want(h.run("", "exec", "--max-open-files", "70", "--", "sh", "-c", "ulimit -n"), 0, "70\n", "")
 	h.want(h.run("", "exec", "--max-processes", "0", "true"), 125, "", "invalid argument: --max-processes must be between 1 and 4096, got 0")
 	h.want(h.run("", "exec", "--cpu", "2000000", "true"), 125, "", "invalid argument: --cpu must be between 0 and 1000000, got 2000000")
 

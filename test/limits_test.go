@@ -367,7 +367,7 @@ func TestLimitOpenFiles(t *testing.T) {
 		t.Errorf("70 files under maxOpenFiles 64: %+v", o)
 	}
 	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "maxOpenFiles": 8})
-	if got := errorOf(res); !res.IsError || got != "invalid argument: maxOpenFiles must be between 16 and 65536, got 8" {
+	if got := errorOf(res); !res.IsError || got != "invalid argument: maxOpenFiles must be between 64 and 65536, got 8" {
 		t.Errorf("maxOpenFiles 8: %s", got)
 	}
 }
@@ -428,5 +428,20 @@ func TestLimitJSWorkerCPU(t *testing.T) {
 	<-done
 	if len(limits) != 1 || !strings.HasPrefix(limits[0], "Max cpu time 3 3 seconds") {
 		t.Errorf("the busy worker's CPU limit: %q, want 3 seconds (2.5 s and what it used before, rounded up)", limits)
+	}
+}
+
+// TestLimitOpenFilesWithProxy: the launcher shares its command's RLIMIT_NOFILE and
+// accepts the command's connections for the proxy under it: at the smallest
+// maxOpenFiles, twenty connections in a row through allowHosts all get through.
+func TestLimitOpenFilesWithProxy(t *testing.T) {
+	f := newNetFixture(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	url := fmt.Sprintf("http://web.test:%s/", f.webPort)
+	o := f.run(t, f.hosts(), `for i in $(seq 20); do curl -sS `+url+` || exit 9; echo; done | sort | uniq -c`, map[string]any{"maxOpenFiles": 64})
+	if o.code() != 0 || !strings.Contains(o.Stdout, "20 hello from web.test") {
+		t.Errorf("20 connections through the proxy under maxOpenFiles 64: %+v", o)
 	}
 }

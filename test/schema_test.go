@@ -231,7 +231,7 @@ func TestToolSchemas(t *testing.T) {
 		"exec_command/maxProcesses": {256, 1, 4096},
 		"exec_command/maxWriteMb":   {1024, 0, 65536},
 		"exec_command/cpuMs":        {0, 0, 1000000},
-		"exec_command/maxOpenFiles": {1024, 16, 65536},
+		"exec_command/maxOpenFiles": {1024, 64, 65536},
 	} {
 		p := schemaAt(tools, path)
 		if got := [3]any{p["default"], p["minimum"], p["maximum"]}; got != [3]any{want[0], want[1], want[2]} {
