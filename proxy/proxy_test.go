@@ -71,10 +71,12 @@ func (f *fixture) conn(token string) net.Conn {
 	}
 	f.t.Cleanup(func() { ctl.Close() })
 	fmt.Fprintf(ctl, "%s%s\n", Preamble, token)
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0) // SOCK_CLOEXEC is Linux's
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	unix.CloseOnExec(fds[0])
+	unix.CloseOnExec(fds[1])
 	if _, _, err := ctl.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(fds[1]), nil); err != nil {
 		f.t.Fatal(err)
 	}
