@@ -41,6 +41,9 @@ const (
 	ExitCannotStart = 126 // exec: the command could not be started
 	ExitInterrupted = 130 // SIGINT or SIGTERM; the call was cancelled
 	ExitMemory      = 137 // killed at its memory limit (128 + SIGKILL)
+	ExitCPU         = 152 // exec: killed at its CPU time limit (128 + SIGXCPU)
+	ExitDisk        = 153 // exec: killed at its limit of bytes written (128 + SIGXFSZ)
+	ExitProcesses   = 154 // exec: killed at its process limit
 )
 
 // exitCodesHelp is shared by the help texts of the commands that run calls.
@@ -49,7 +52,8 @@ const exitCodesHelp = `Exit status:
   2    usage error                75   workspace lock busy: retry
   124  time limit                 125  refused: invalid arguments, no sandbox, unknown workspace
   126  command could not start    130  interrupted
-  137  memory limit
+  137  memory limit               152  cpu limit (exec)
+  153  disk limit (exec)          154  process limit (exec)
 `
 
 // Main runs one command; args[0] is the command name (js, exec, ws, batch, doctor).

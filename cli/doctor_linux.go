@@ -101,6 +101,7 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("oom score", statusInfo, "commands start at 1000, launchers keep theirs (no CAP_SYS_RESOURCE)",
 			"a command that lowers its processes' scores may have the OOM killer take its launcher; the call then ends as a memory kill")
 	}
+	limitChecks(r, iso)
 }
 
 func landlockAllows(abi int) string {

@@ -28,6 +28,7 @@ var commandWords = map[string]words{
 	"exec": {
 		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "cwd": "--cwd",
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
+		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",

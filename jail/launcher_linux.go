@@ -117,7 +117,7 @@ func launch() int {
 	}()
 	ws := reap(pid, requestStop)
 	close(empty)
-	msg := &message{Type: msgExit, Lookups: fwd.names()}
+	msg := &message{Type: msgExit, Lookups: fwd.names(), Usage: treeUsage()}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
@@ -144,6 +144,7 @@ type started struct {
 // start on status.
 func commandThread(status *os.File, done chan<- started) {
 	runtime.LockOSThread()
+	joinCmdCgroups()
 	oomScore.open()
 	done <- startFromSpec(status)
 }
@@ -272,6 +273,10 @@ func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bo
 		if err := restrictThread(sb, pr, privateRoot); err != nil {
 			return 0, privateRoot, nil, nil, err
 		}
+	}
+	// Last, as they bind the launcher too (see applyRlimits).
+	if err := applyRlimits(spec.Limits); err != nil {
+		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
 	if env == nil {

@@ -83,5 +83,7 @@ func Isolations() Isolation {
 		MemoryCgroups:  probeCgroups() != nil,
 		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
 		NamespacesOff:  namespacesOff,
+		ProcessCgroups: probeCmdCgroups() != nil && probeCmdCgroups().pids != "",
+		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
 	}
 }

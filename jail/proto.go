@@ -75,6 +75,8 @@ type message struct {
 	Signal  string
 	Error   string
 	Kind    string
+	// Usage is, in an exit frame, what the kernel accounted of the reaped tree.
+	Usage *policy.Usage
 }
 
 func encodeFrame(m *message) ([]byte, error) {

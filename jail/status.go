@@ -150,4 +150,10 @@ type Isolation struct {
 	PrivateNetwork bool
 	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
 	NamespacesOff bool
+	// ProcessCgroups: each command has a pids cgroup of its own whose limit is
+	// its maxProcesses (cgroup v1, where this process may make cgroups).
+	ProcessCgroups bool
+	// CPUCgroups: each command has a cpu cgroup of its own, of the default
+	// weight, so calls share the CPU equally.
+	CPUCgroups bool
 }

@@ -21,6 +21,8 @@ type Command struct {
 	// call by there (see package proxy). The command never sees the token.
 	ProxySocket string
 	ProxyToken  string
+	// Limits are the tree's resource limits (nil: none); see Limits.
+	Limits *Limits
 }
 
 // Exit is how a sandboxed command ended.
@@ -36,6 +38,9 @@ type Exit struct {
 	// Lookups are the names the command tried to resolve itself inside a
 	// private network, where no DNS is offered (at most 32).
 	Lookups []string
+	// Usage is what the enforcer measured of the tree once it was gone (the
+	// kernel's accounting of every process it reaped); zero when it could not.
+	Usage Usage
 }
 
 // ProxyPreamble starts every connection to the proxy's socket, followed by the

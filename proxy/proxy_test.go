@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -71,11 +72,15 @@ func (f *fixture) conn(token string) net.Conn {
 	}
 	f.t.Cleanup(func() { ctl.Close() })
 	fmt.Fprintf(ctl, "%s%s\n", Preamble, token)
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0) // SOCK_CLOEXEC is Linux's
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, _, err := ctl.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(fds[1]), nil); err != nil {
+	unix.CloseOnExec(fds[0])
+	unix.CloseOnExec(fds[1])
+	// The proxy may have refused the token and closed already (EPIPE): the
+	// connection is then refused all the same, and its other end closes below.
+	if _, _, err := ctl.(*net.UnixConn).WriteMsgUnix([]byte{0}, unix.UnixRights(fds[1]), nil); err != nil && !errors.Is(err, unix.EPIPE) && !errors.Is(err, unix.ECONNRESET) {
 		f.t.Fatal(err)
 	}
 	unix.Close(fds[1])

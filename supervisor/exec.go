@@ -30,6 +30,10 @@ type ExecInput struct {
 	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
+	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
+	MaxWriteMb   *int               `json:"maxWriteMb,omitempty" jsonschema:"MB the tree may write to files (rw mounts, workspaces, scratch); a single file past it gets EFBIG, all of them together past it kill the call"`
+	CpuMs        *int               `json:"cpuMs,omitempty" jsonschema:"CPU time of the whole tree in ms; 0: no CPU limit, only the wall-clock one"`
+	MaxOpenFiles *int               `json:"maxOpenFiles,omitempty" jsonschema:"open files per process (RLIMIT_NOFILE)"`
 }
 
 // ExecOutput is the exec_command result.
@@ -37,7 +41,7 @@ type ExecOutput struct {
 	Stdout          string        `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
 	Stderr          string        `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
 	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error)"`
-	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, memory limit or cancellation (the reason starts stderr)"`
+	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
 	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
 	StdoutTruncated bool          `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
 	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
@@ -47,6 +51,7 @@ type ExecOutput struct {
 	StderrEncoding  string        `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
 	Network         *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts reached and the connections refused, with why"`
+	Usage           Usage         `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
 }
 
 // execCall is a validated exec_command call.
@@ -58,6 +63,7 @@ type execCall struct {
 	mounts    []policy.Mount
 	cwd       string // host path, "" = scratch
 	timeoutMs int
+	limits    treeLimits
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -90,6 +96,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
+		return nil, err
+	}
+	if c.limits, err = (limitArgs{in.MaxProcesses, in.MaxWriteMb, in.CpuMs, in.MaxOpenFiles}).limits(c.memoryMb); err != nil {
 		return nil, err
 	}
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
@@ -155,7 +164,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		cwd = scratch
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	var pc *proxy.Call
 	if c.net.proxied() {
 		if pc, err = s.proxyFor(ctx, c.net); err != nil {
@@ -208,14 +217,13 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	timer := time.AfterFunc(c.timeout, func() { kill("timeout") })
 	defer timer.Stop()
-	stopWatch := watchRSS(tree.Pid(), int64(c.memoryMb)<<20, func(rss int64) {
-		kill(fmt.Sprintf("memory limit exceeded (%d MB RSS > memoryMb %d; RSS watchdog)", rss>>20, c.memoryMb))
-	})
+	watch := c.limits.watch(tree, kill)
 	stopCancel := context.AfterFunc(ctx, func() { kill("cancelled") })
 	res, werr := tree.Wait()
 	stopCancel()
-	stopWatch()
+	watched := watch.Stop()
 	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
+	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
@@ -225,6 +233,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	// where autobox cannot pin them): the limit is the answer.
 	if killedBy == "" && oomKilled(tree) {
 		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
+	}
+	if killedBy == "" && c.limits.cpuMs > 0 && res.Signal == "SIGXCPU" {
+		killedBy = c.limits.cpuRlimitReason()
 	}
 	if werr != nil && killedBy == "" {
 		return nil, werr
@@ -243,7 +254,10 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	case killedBy == "timeout":
 		out.Killed = true
 		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
-	case strings.HasPrefix(killedBy, "memory"):
+	case strings.HasPrefix(killedBy, "disk"):
+		out.Killed = true
+		out.Stderr = killedBy + "\n" + scratchListing(scratch) + out.Stderr
+	case limitKill(killedBy):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
 	case killedBy == "cancelled":

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -198,6 +199,11 @@ func (w *jsWorker) crashError(c *jsCall, readErr error) error {
 	desc := w.describeExit(readErr)
 	if isHeapExhaustion(w.stderr.Bytes()) {
 		return fmt.Errorf("MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", c.run.MemoryMb)
+	}
+	// The worker's CPU time is capped at its call's time limit (RLIMIT_CPU, whole
+	// seconds): the kernel's SIGKILL at the cap is the time limit too.
+	if ps := w.cmd.ProcessState; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(c.run.TimeoutMs)*time.Millisecond {
+		return fmt.Errorf("TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", c.run.TimeoutMs)
 	}
 	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)
 }

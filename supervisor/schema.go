@@ -114,12 +114,12 @@ var inputRules = map[string]map[string][]rule{
 		"maxReadBytes":  {maxReadBytes.rule()},
 		"maxWriteBytes": {maxWriteBytes.rule()},
 	}),
-	"exec_command": withMounts(map[string][]rule{
+	"exec_command": withMounts(limitRules(map[string][]rule{
 		"command":      {items(1, maxArgs)},
 		"timeoutMs":    {execTimeoutMs.rule()},
 		"memoryMb":     {execMemoryMb.rule()},
 		"allowNetwork": {byDefault(false)},
-	}),
+	})),
 	"copy_then_sync": {
 		"action":   {choices(true, "create", "status", "sync", "discard")},
 		"copyMode": {choices(false, store.CopyModeClone, store.CopyModeAuto)},

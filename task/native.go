@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -33,6 +34,17 @@ type NativeOptions struct {
 	// Exe is the autobox binary that Wrap's argv runs and that launches the sandbox;
 	// "" means os.Executable().
 	Exe string
+	// Limits are the harness tree's resource limits (processes, bytes written, CPU
+	// time, open files); nil means exec_command's defaults (DefaultLimits). The
+	// kernel holds the tree to them where it can (rlimits, a pids cgroup), the
+	// watchdog elsewhere; past one the harness is killed (see Native.run).
+	Limits *policy.Limits
+}
+
+// DefaultLimits are exec_command's default limits: 256 processes and threads,
+// 1024 MB written, 1024 open files, no CPU limit.
+func DefaultLimits() policy.Limits {
+	return policy.Limits{Processes: policy.ExecDefaultMaxProcesses, WriteBytes: policy.ExecDefaultMaxWriteMb << 20, OpenFiles: policy.ExecDefaultMaxOpenFiles}
 }
 
 // Native is the native kind: the task's worktree, and the harness running under autobox's
@@ -96,6 +108,13 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if wtConfig == "true" {
 		return nil, fmt.Errorf("%w: native kind with extensions.worktreeConfig: the sandbox could write config.worktree, which host git reads", ErrUnsupported)
 	}
+	if o.Limits == nil {
+		l := DefaultLimits()
+		o.Limits = &l
+	}
+	if l := o.Limits; l.Processes < 0 || l.OpenFiles < 0 || l.CPU < 0 {
+		return nil, fmt.Errorf("%w: native limits: processes %d, open files %d, CPU %v: none may be negative", ErrInvalid, l.Processes, l.OpenFiles, l.CPU)
+	}
 	exe := o.Exe
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
@@ -144,6 +163,7 @@ func (n *Native) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	for _, p := range n.o.ReadWrite {
 		out = append(out, "--rw", p)
 	}
+	out = append(out, limitFlags(n.o.Limits)...)
 	names, err := envNames(n.o.Env, o.Env)
 	if err != nil {
 		return nil, err
@@ -216,4 +236,14 @@ func (n *Native) harnessEnv(ctx context.Context, id string, extra []string) ([]s
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// limitFlags are the `task run` flags that give l to the run Wrap's argv makes.
+func limitFlags(l *policy.Limits) []string {
+	writeMb := int64(-1)
+	if l.WriteBytes >= 0 {
+		writeMb = l.WriteBytes >> 20
+	}
+	return []string{"--max-processes", strconv.Itoa(l.Processes), "--max-write-mb", strconv.FormatInt(writeMb, 10),
+		"--cpu-ms", strconv.FormatInt(l.CPU.Milliseconds(), 10), "--max-open-files", strconv.Itoa(l.OpenFiles)}
 }

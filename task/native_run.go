@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
@@ -51,7 +53,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		jp.closeWriters()
 		return nil, err
 	}
-	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol}
+	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol, Limits: n.o.Limits}
 	if pol.PrivateNetwork {
 		if err := jp.startProxy(ctx, n, spec); err != nil {
 			jp.closeWriters()
@@ -68,6 +70,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		}
 		return nil, fmt.Errorf("starting task %s in its sandbox: %w", rec.ID, err)
 	}
+	jp.watchLimits(n.o.Limits)
 	return jp, nil
 }
 
@@ -75,7 +78,9 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 // copier, since the launcher hands the command real file descriptors.
 type jailProc struct {
 	tree    *jail.Tree
-	writers []*os.File // our copies of pipe write ends, closed once the launcher has started
+	watch   *watchdog.Watch // the limits the kernel does not hold the tree to
+	breach  chan string     // the kill reason, once
+	writers []*os.File      // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
 	mu      sync.Mutex   // serialises the copiers: stdout and stderr may be one writer
 	stderr  io.Writer    // the run's stderr, for what the proxy refused
@@ -155,6 +160,7 @@ func (j *jailProc) closeProxy() proxy.Record {
 
 func (j *jailProc) wait() (int, error) {
 	res, err := j.tree.Wait()
+	j.watch.Stop()
 	j.copies.Wait()
 	if j.proxy != nil {
 		for _, name := range res.Lookups {
@@ -166,7 +172,17 @@ func (j *jailProc) wait() (int, error) {
 			io.WriteString(j.stderr, block)
 		}
 	}
+	var reason string
+	select {
+	case reason = <-j.breach:
+	default:
+	}
 	switch {
+	case reason != "":
+		if j.stderr != nil {
+			fmt.Fprintf(j.stderr, "autobox task run: %s\n", reason)
+		}
+		return limitCode(reason), nil
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
 	case !res.Started:
@@ -178,3 +194,28 @@ func (j *jailProc) wait() (int, error) {
 }
 
 func (j *jailProc) kill() { j.tree.Kill() }
+
+// taskNames are the limits' names in `task run`'s texts: its flags.
+var taskNames = watchdog.Names{Processes: "--max-processes", Written: "--max-write-mb", CPU: "--cpu-ms"}
+
+// watchLimits starts the watchdog that kills the tree past a limit of l the
+// kernel does not hold it to (see package watchdog); wait tells the reason.
+func (j *jailProc) watchLimits(l *policy.Limits) {
+	j.breach = make(chan string, 1)
+	wl := watchdog.Limits{Processes: l.Processes, Written: l.WriteBytes, CPU: l.CPU}
+	j.watch = watchdog.Start(j.tree.Pid(), wl, watchdog.Options{ExcludeRoot: true, Kernel: j.tree}, func(b watchdog.Breach) {
+		j.breach <- b.Reason(wl, taskNames)
+		go j.tree.Kill() // not on the watchdog's own goroutine: Kill waits for the tree
+	})
+}
+
+// limitCode is run's exit status for a kill at a limit.
+func limitCode(reason string) int {
+	switch {
+	case strings.HasPrefix(reason, "cpu"):
+		return exitCPU
+	case strings.HasPrefix(reason, "disk"):
+		return exitDisk
+	}
+	return exitProcesses
+}

@@ -311,6 +311,33 @@ func TestNativeWrapGolden(t *testing.T) {
 	}
 }
 
+// TestNativeLimits: the harness's tree is held to its limits as exec_command's is:
+// a fork past --max-processes fails with EAGAIN (where the host gives the tree a
+// pids cgroup), one file past --max-write-mb with EFBIG, and writes past it in all
+// kill the harness with the reason and its own exit status; just under each, the
+// harness runs to its end.
+func TestNativeLimits(t *testing.T) {
+	root, tasks := newRepo(t), tasksDir(t)
+	n := newNative(t, root, tasks, &NativeOptions{Limits: &policy.Limits{Processes: 10, WriteBytes: 8 << 20, OpenFiles: 64}})
+	code, out := runScript(t, n, "lim", `ulimit -n; dd if=/dev/zero of=one bs=1M count=9 status=none; echo dd=$?`)
+	if code != 0 || !strings.HasPrefix(out, "64\n") || !strings.Contains(out, "File too large") || !strings.Contains(out, "dd=1") {
+		t.Errorf("open files and one file past the write limit: status %d\n%s", code, out)
+	}
+	code, out = runScript(t, n, "lim", `for i in 1 2 3 4; do dd if=/dev/zero of=f$i bs=1M count=3 status=none; sleep 0.05; done; echo wrote`)
+	if code != exitDisk || !strings.Contains(out, "autobox task run: disk limit exceeded (") || !strings.Contains(out, "> --max-write-mb 8; watchdog)") || strings.Contains(out, "wrote") {
+		t.Errorf("12 MB past --max-write-mb 8: status %d\n%s", code, out)
+	}
+	if code, out = runScript(t, n, "lim", `for i in $(seq 8); do sleep 0.2 & done; wait; echo done`); code != 0 || out != "done\n" {
+		t.Errorf("8 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+	// dash says "Cannot fork" for EAGAIN; where no pids cgroup refuses, the
+	// watchdog kills instead.
+	code, out = runScript(t, n, "lim", `for i in $(seq 12); do sleep 1 & done; wait; echo done`)
+	if !(code == 2 && strings.Contains(out, "Cannot fork")) && code != exitProcesses {
+		t.Errorf("12 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+}
+
 // TestNativeAllowHosts: with --allow-host the harness reaches the listed hosts
 // through the proxy and nothing else: not the host's loopback directly, not a
 // port the list does not name; a failed run's stderr says what was refused.

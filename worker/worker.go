@@ -98,6 +98,7 @@ func serve() int {
 	if err != nil || msg.Type != proto.TypeRun || msg.Run == nil {
 		return 0 // the supervisor went away or retired this worker
 	}
+	capCPU(msg.Run.TimeoutMs)
 	res := w.run(msg.Run)
 	if err := proto.Write(out, &proto.Message{Type: proto.TypeResult, Result: res}); err != nil {
 		return 75

@@ -19,6 +19,7 @@ import (
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/seatbelt"
 	"github.com/autobox-dev/autobox/supervisor"
 	"github.com/autobox-dev/autobox/task"
 	"github.com/autobox-dev/autobox/worker"
@@ -81,6 +82,8 @@ func main() {
 			worker.Main(args[2:])
 		case "exec":
 			jail.LauncherMain()
+		case seatbelt.LimitsRole: // macOS: a command's rlimits, then sandbox-exec
+			seatbelt.LimitsMain(args[2:])
 		case "connect":
 			os.Exit(proxy.ConnectMain(args[2:]))
 		}
