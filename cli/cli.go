@@ -42,6 +42,9 @@ const (
 	ExitCannotStart = 126 // exec: the command could not be started
 	ExitInterrupted = 130 // SIGINT or SIGTERM; the call was cancelled
 	ExitMemory      = 137 // killed at its memory limit (128 + SIGKILL)
+	ExitCPU         = 152 // exec: killed at its CPU time limit (128 + SIGXCPU)
+	ExitDisk        = 153 // exec: killed at its limit of bytes written (128 + SIGXFSZ)
+	ExitProcesses   = 154 // exec: killed at its process limit
 )
 
 // exitCodesHelp is shared by the help texts of the commands that run calls.
@@ -50,7 +53,8 @@ const exitCodesHelp = `Exit status:
   2    usage error                75   workspace lock busy: retry
   124  time limit                 125  refused: invalid arguments, no sandbox, unknown workspace
   126  command could not start    130  interrupted
-  137  memory limit
+  137  memory limit               152  cpu limit (exec)
+  153  disk limit (exec)          154  process limit (exec)
 `
 
 // Main runs one command; args[0] is the command name (js, exec, ws, batch, doctor,
@@ -323,6 +327,7 @@ type limitFlags struct {
 	timeout opt[int]
 	memory  opt[int]
 	network bool
+	hosts   listFlag // nil: none given
 	mounts  []policy.MountSpec
 	json    bool
 }
@@ -331,7 +336,8 @@ func (l *limitFlags) register(fs *flag.FlagSet, defTimeout, maxTimeout, defMemor
 	l.timeout, l.memory = optMillis(), optInt()
 	fs.Var(&l.timeout, "timeout", fmt.Sprintf("time limit: milliseconds or a duration like 2s (default %dms, max %dms)", defTimeout, maxTimeout))
 	fs.Var(&l.memory, "memory", fmt.Sprintf("memory limit in MB (default %d, %d-%d)", defMemory, minMemory, maxMemory))
-	fs.BoolVar(&l.network, "network", false, "allow network access")
+	fs.BoolVar(&l.network, "network", false, "allow the whole network")
+	fs.Var(&l.hosts, "allow-host", "allow this host only, through autobox's proxy: example.com, *.example.com, example.com:8443, localhost:5432, 10.0.0.0/8:5432 (repeatable; not with --network)")
 	fs.Var(mountsFlag{&l.mounts}, "mount", "mount a host directory: HOST:SANDBOX[:ro|rw] (default ro; repeatable)")
 	fs.Var(workspaceFlag{&l.mounts}, "workspace", "mount a workspace read-write at its sandbox path, by id (repeatable)")
 	fs.BoolVar(&l.json, "json", false, "print the whole result object as JSON")

@@ -16,6 +16,7 @@ func platformChecks(r *DoctorReport) {
 		return
 	}
 	r.add("sandbox-exec", statusOK, seatbelt.SandboxExec+" applies profiles", "")
+	limitChecks(r)
 }
 
 // treeWalkable: on macOS the watchdog finds descendants through gopsutil, which

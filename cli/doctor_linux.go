@@ -83,6 +83,13 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("private root", statusInfo, none,
 			"a command can stat, list the attributes of and watch paths outside its mounts, and chmod its user's files; datagram unix socket pairs are refused")
 	}
+	if iso.PrivateNetwork {
+		r.add("network by host", statusOK, "allowHosts: each command gets a network namespace with only loopback and the proxy in it",
+			"it reaches the listed hosts through autobox's proxy and nothing else; commands without network run in an empty namespace")
+	} else {
+		r.add("network by host", statusInfo, none,
+			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it")
+	}
 	if iso.MemoryCgroups {
 		r.add("memory cgroup", statusOK, "a hard kernel limit per command", "")
 	} else {
@@ -94,6 +101,7 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("oom score", statusInfo, "commands start at 1000, launchers keep theirs (no CAP_SYS_RESOURCE)",
 			"a command that lowers its processes' scores may have the OOM killer take its launcher; the call then ends as a memory kill")
 	}
+	limitChecks(r, iso)
 }
 
 func landlockAllows(abi int) string {

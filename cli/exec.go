@@ -15,8 +15,10 @@ const execHelp = `Usage: autobox exec [flags] [--] ARGV...
 
 Run a command under the OS sandbox, exactly as the exec_command tool does: reads
 limited to system directories and --mount/--workspace directories, writes only to rw
-mounts and a per-call scratch dir ($HOME, $TMPDIR), no network unless --network, the
-whole process tree killed at --timeout, an RSS watchdog at --memory. Sandbox paths
+mounts and a per-call scratch dir ($HOME, $TMPDIR), no network unless --network (all
+of it) or --allow-host (those hosts, through autobox's proxy), the whole process tree
+killed at --timeout, an RSS watchdog at --memory, and limits on processes, bytes
+written, CPU time and open files (see Flags). Sandbox paths
 (/mnt/...) in ARGV are rewritten to host paths. Stdin is not passed on.
 
 With --yield the command is started as a session: autobox answers after at most
@@ -37,8 +39,10 @@ Examples:
   autobox exec --mount .:/mnt/src -- ls -la /mnt/src
   autobox exec --mount ./src:/mnt/src:rw --cwd /mnt/src -- make test
   autobox exec --timeout 10s --memory 512 -- python3 -c 'print(1)'
+  autobox exec --max-processes 64 --max-write-mb 100 --cpu 5s -- make -j8
   autobox exec --workspace 0b5e... --cwd /mnt/project -- sh -c 'sed -i s/a/b/ x.txt'
   autobox exec --json -- uname -a | jq .stdout
+  autobox exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests
   id=$(autobox exec --yield 2s --network --timeout 1h -- python3 -u -m http.server 8000)
   id=$(autobox exec --yield 1s --tty -- sh -i)
 `
@@ -53,6 +57,8 @@ func (e *env) exec(args []string) int {
 	tty := fs.Bool("tty", false, "with --yield: run the command on a pseudo-terminal")
 	fs.Var(&rows, "rows", "--tty: the terminal's height (default 24)")
 	fs.Var(&cols, "cols", "--tty: the terminal's width (default 80)")
+	var r resourceFlags
+	r.register(fs)
 	// ARGV starts at the first non-flag or after "--": flags after it are the command's.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -70,7 +76,9 @@ func (e *env) exec(args []string) int {
 	if err != nil {
 		return e.usage("exec", "%v", err)
 	}
-	in := &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, Mounts: l.mounts, Cwd: dir, YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
+	in := &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
+		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v,
+		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
 	if yield.v != nil {
 		return e.execYield(in, l.json)
 	}
@@ -87,7 +95,13 @@ func (e *env) exec(args []string) int {
 		return e.printed("exec", writeJSON(e.stdout, out), e.execStatus(out))
 	}
 	io.WriteString(e.stdout, out.Stdout)
-	io.WriteString(e.stderr, out.Stderr)
+	stderr := out.Stderr
+	if out.Killed {
+		// The reason, first, in the command line's words (--max-write-mb, not maxWriteMb).
+		reason, rest, _ := strings.Cut(stderr, "\n")
+		stderr = wordsOf("exec").say(reason) + "\n" + rest
+	}
+	io.WriteString(e.stderr, stderr)
 	if out.ExitCode == nil && !out.Killed {
 		fmt.Fprintln(e.stderr, "autobox exec: the command could not be started")
 	}
@@ -96,11 +110,17 @@ func (e *env) exec(args []string) int {
 
 // execStatus is the exit status of a finished exec_command call. Why a command was
 // killed is only in the stderr prefix the tool documents ("killed: timeout ...",
-// "memory limit exceeded ... RSS watchdog").
+// "memory limit exceeded ... RSS watchdog", "disk limit exceeded ...").
 func (e *env) execStatus(out *supervisor.ExecOutput) int {
 	switch {
 	case out.Killed && strings.HasPrefix(out.Stderr, "memory limit exceeded"):
 		return ExitMemory
+	case out.Killed && strings.HasPrefix(out.Stderr, "process limit exceeded"):
+		return ExitProcesses
+	case out.Killed && strings.HasPrefix(out.Stderr, "disk limit exceeded"):
+		return ExitDisk
+	case out.Killed && strings.HasPrefix(out.Stderr, "cpu limit exceeded"):
+		return ExitCPU
 	case out.Killed && strings.HasPrefix(out.Stderr, "killed: timeout"):
 		return ExitTimeout
 	case out.Killed:
@@ -114,4 +134,18 @@ func (e *env) execStatus(out *supervisor.ExecOutput) int {
 		return ExitFailed
 	}
 	return *out.ExitCode
+}
+
+// resourceFlags are exec's limits beyond time and memory: exec_command's maxProcesses,
+// maxWriteMb, cpuMs and maxOpenFiles.
+type resourceFlags struct {
+	processes, writeMb, cpu, files opt[int]
+}
+
+func (r *resourceFlags) register(fs *flag.FlagSet) {
+	r.processes, r.writeMb, r.cpu, r.files = optInt(), optInt(), optMillis(), optInt()
+	fs.Var(&r.processes, "max-processes", fmt.Sprintf("processes and threads alive at once (default %d, %d-%d)", policy.ExecDefaultMaxProcesses, policy.ExecMinMaxProcesses, policy.ExecMaxMaxProcesses))
+	fs.Var(&r.writeMb, "max-write-mb", fmt.Sprintf("MB the command may write to files; one file past it gets EFBIG (default %d, 0-%d)", policy.ExecDefaultMaxWriteMb, policy.ExecMaxMaxWriteMb))
+	fs.Var(&r.cpu, "cpu", fmt.Sprintf("CPU time of the whole tree: milliseconds or a duration like 2s (default 0: none, max %dms)", policy.ExecMaxCPUMs))
+	fs.Var(&r.files, "max-open-files", fmt.Sprintf("open files per process (default %d, %d-%d)", policy.ExecDefaultMaxOpenFiles, policy.ExecMinMaxOpenFiles, policy.ExecMaxMaxOpenFiles))
 }

@@ -49,7 +49,7 @@ func (e *env) js(args []string) int {
 	if len(pos) > 1 || (eGiven && len(pos) > 0) {
 		return e.usage("js", "give one of FILE, - or -e CODE")
 	}
-	in := &supervisor.JSInput{Code: *code, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, Mounts: l.mounts, MaxReadBytes: maxRead.v, MaxWriteBytes: maxWrite.v}
+	in := &supervisor.JSInput{Code: *code, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, MaxReadBytes: maxRead.v, MaxWriteBytes: maxWrite.v}
 	if !eGiven {
 		src := "-"
 		if len(pos) == 1 {

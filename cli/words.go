@@ -33,6 +33,7 @@ var commandWords = map[string]words{
 	"session": {
 		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",
 		"exec_command": "autobox exec",
+		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",

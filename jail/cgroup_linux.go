@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/autobox-dev/autobox/internal/procfs"
 )
 
 // A Pool puts each launcher in a memory cgroup of its own, below this process's own,
@@ -85,7 +87,16 @@ func cgroupName() string { return cgroupPrefix(os.Getpid()) + uuid.NewString() }
 // base (a server killed with SIGKILL cannot remove its own), killing whatever
 // still runs in them first: nothing autobox makes may outlive it.
 func (c *memCgroups) sweepStale() {
-	entries, err := os.ReadDir(c.base)
+	sweepStaleCgroups(c.base, func(dir string) {
+		g := &memCgroup{memCgroups: c, dir: dir}
+		g.kill()
+	})
+}
+
+// sweepStaleCgroups kills (with kill) and removes the cgroups in base whose
+// maker, named in the cgroup's name (see cgroupPrefix), is gone.
+func sweepStaleCgroups(base string, kill func(dir string)) {
+	entries, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
@@ -99,9 +110,9 @@ func (c *memCgroups) sweepStale() {
 		if err != nil || pid <= 0 || processExists(pid) {
 			continue // another naming (a probe), or its owner still runs
 		}
-		g := &memCgroup{memCgroups: c, dir: filepath.Join(c.base, e.Name())}
-		g.kill()
-		g.remove()
+		dir := filepath.Join(base, e.Name())
+		kill(dir)
+		removeCgroupDir(dir)
 	}
 }
 
@@ -118,6 +129,7 @@ type memCgroup struct {
 	memory   int64 // what the limit is set for, as setLimit takes it, if limitSet
 	limitSet bool
 	events   *os.File // the file that counts OOM kills, opened ahead of the call
+	stat     *os.File // memory.stat, for the tmpfs pages the tree wrote (see shmem)
 }
 
 // create makes a cgroup for an idle launcher, limited as for a command of memory bytes
@@ -137,6 +149,7 @@ func (c *memCgroups) create(memory int64) *memCgroup {
 		events = "memory.events"
 	}
 	var err error
+	g.stat, _ = os.Open(filepath.Join(g.dir, "memory.stat"))
 	if g.events, err = os.Open(filepath.Join(g.dir, events)); err != nil || g.setLimit(memory) != nil {
 		g.remove()
 		return nil
@@ -194,25 +207,43 @@ func (g *memCgroup) oomKills() int {
 	return 0
 }
 
-// remove deletes the cgroup once its launcher has been reaped. The kernel may take a
-// moment to let go of processes that just died: it retries for a while.
+// shmem is the bytes of tmpfs and shared memory charged to the cgroup: what the
+// tree wrote to tmpfs files (which the kernel's per-process write accounting does
+// not count) and still holds there. 0 without a cgroup.
+func (g *memCgroup) shmem() int64 {
+	if g == nil || g.stat == nil {
+		return 0
+	}
+	var buf [4096]byte
+	n, _ := g.stat.ReadAt(buf[:], 0)
+	return procfs.LineValue(buf[:n], "shmem ")
+}
+
+// remove deletes the cgroup once its launcher has been reaped.
 func (g *memCgroup) remove() {
 	if g.events != nil {
 		g.events.Close()
 	}
+	if g.stat != nil {
+		g.stat.Close()
+	}
+	removeCgroupDir(g.dir)
+}
+
+// removeCgroupDir deletes a cgroup whose processes are gone. The kernel may take
+// a moment to let go of processes that just died: it retries for a while.
+func removeCgroupDir(dir string) {
 	for i := 0; i < 100; i++ {
-		if err := os.Remove(g.dir); err == nil || os.IsNotExist(err) {
+		if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	fmt.Fprintf(os.Stderr, "autobox: could not remove cgroup %s\n", g.dir)
+	fmt.Fprintf(os.Stderr, "autobox: could not remove cgroup %s\n", dir)
 }
 
 // kill SIGKILLs every process in the cgroup: with cgroup.kill on v2 (Linux
-// 5.14), else by reading cgroup.procs and killing what it lists, round after
-// round, until it lists nothing (a process cannot leave its cgroup: that
-// needs write access to cgroup files, which no command has). g may be nil.
+// 5.14), else as killCgroupProcs does. g may be nil.
 func (g *memCgroup) kill() {
 	if g == nil {
 		return
@@ -220,7 +251,15 @@ func (g *memCgroup) kill() {
 	if g.v2 && os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0) == nil {
 		return
 	}
-	procs := filepath.Join(g.dir, "cgroup.procs")
+	killCgroupProcs(g.dir)
+}
+
+// killCgroupProcs SIGKILLs the processes in the cgroup dir by reading
+// cgroup.procs and killing what it lists, round after round, until it lists
+// nothing (a process cannot leave its cgroup: that needs write access to
+// cgroup files, which no command has).
+func killCgroupProcs(dir string) {
+	procs := filepath.Join(dir, "cgroup.procs")
 	for i := 0; i < sweepRounds; i++ {
 		b, err := os.ReadFile(procs)
 		if err != nil {

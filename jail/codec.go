@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -37,8 +38,10 @@ const (
 	tagError    = 8
 	tagKind     = 9
 	tagRoot     = 10
-	tagStdin    = 11
-	tagTerminal = 12
+	tagLookups  = 11
+	tagUsage    = 12
+	tagStdin    = 13
+	tagTerminal = 14
 )
 
 // Tags of policy.Command.
@@ -49,6 +52,25 @@ const (
 	tagSandbox = 4
 	tagUnsafe  = 5
 	// 6 was the cgroup a command joined; pooled launchers join theirs while idle.
+	tagProxySocket = 7
+	tagProxyToken  = 8
+	tagLimits      = 9
+)
+
+// Tags of policy.Limits.
+const (
+	tagProcesses  = 1
+	tagWriteBytes = 2
+	tagCPU        = 3
+	tagOpenFiles  = 4
+)
+
+// Tags of policy.Usage.
+const (
+	tagUsageCPU       = 1
+	tagUsageMaxRSS    = 2
+	tagUsageProcesses = 3
+	tagUsageWritten   = 4
 )
 
 // Tags of policy.Sandbox.
@@ -60,6 +82,8 @@ const (
 	tagAllowNetwork = 5
 	tagAllowExec    = 6
 	tagLinks        = 7
+	tagPrivateNet   = 8
+	tagProxyPort    = 9
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -99,6 +123,13 @@ func (e *encoder) int(tag byte, v int) {
 	}
 }
 
+func (e *encoder) int64(tag byte, v int64) {
+	if v != 0 {
+		e.b = append(e.b, tag)
+		e.b = binary.AppendVarint(e.b, v)
+	}
+}
+
 func (e *encoder) flag(tag byte, v bool) {
 	if v {
 		e.b = append(e.b, tag)
@@ -124,12 +155,30 @@ func (e *encoder) message(m *message) {
 	e.int(tagPid, m.Pid)
 	e.flag(tagPrepared, m.Prepared)
 	e.flag(tagRoot, m.PrivateRoot)
+	e.strs(tagLookups, m.Lookups)
 	e.flag(tagStdin, m.Stdin)
 	e.flag(tagTerminal, m.Terminal)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
 	e.str(tagKind, m.Kind)
+	if m.Usage != nil {
+		e.nested(tagUsage, func(e *encoder) { e.usage(m.Usage) })
+	}
+}
+
+func (e *encoder) limits(l *policy.Limits) {
+	e.int(tagProcesses, l.Processes)
+	e.int64(tagWriteBytes, l.WriteBytes)
+	e.int64(tagCPU, int64(l.CPU))
+	e.int(tagOpenFiles, l.OpenFiles)
+}
+
+func (e *encoder) usage(u *policy.Usage) {
+	e.int64(tagUsageCPU, int64(u.CPU))
+	e.int64(tagUsageMaxRSS, u.MaxRSS)
+	e.int(tagUsageProcesses, u.Processes)
+	e.int64(tagUsageWritten, u.Written)
 }
 
 func (e *encoder) command(c *policy.Command) {
@@ -138,6 +187,11 @@ func (e *encoder) command(c *policy.Command) {
 	e.strs(tagEnv, c.Env)
 	e.nested(tagSandbox, func(e *encoder) { e.sandbox(&c.Sandbox) })
 	e.flag(tagUnsafe, c.Unsafe)
+	e.str(tagProxySocket, c.ProxySocket)
+	e.str(tagProxyToken, c.ProxyToken)
+	if c.Limits != nil {
+		e.nested(tagLimits, func(e *encoder) { e.limits(c.Limits) })
+	}
 }
 
 func (e *encoder) sandbox(s *policy.Sandbox) {
@@ -148,6 +202,8 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.flag(tagAllowNetwork, s.AllowNetwork)
 	e.flag(tagAllowExec, s.AllowExec)
 	e.strs(tagLinks, s.Links)
+	e.flag(tagPrivateNet, s.PrivateNetwork)
+	e.int(tagProxyPort, s.ProxyPort)
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -203,12 +259,17 @@ func (d *decoder) strs() ([]string, error) {
 }
 
 func (d *decoder) int() (int, error) {
+	v, err := d.int64()
+	return int(v), err
+}
+
+func (d *decoder) int64() (int64, error) {
 	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		return 0, errShort
 	}
 	d.b = d.b[n:]
-	return int(v), nil
+	return v, nil
 }
 
 // fields calls f for each tag until the end; f reads the tag's value from d.
@@ -251,6 +312,8 @@ func (d *decoder) message(m *message) error {
 			m.Prepared = true
 		case tagRoot:
 			m.PrivateRoot = true
+		case tagLookups:
+			m.Lookups, err = d.strs()
 		case tagStdin:
 			m.Stdin = true
 		case tagTerminal:
@@ -263,6 +326,9 @@ func (d *decoder) message(m *message) error {
 			m.Error, err = d.str()
 		case tagKind:
 			m.Kind, err = d.str()
+		case tagUsage:
+			m.Usage = new(policy.Usage)
+			err = d.nested(func(d *decoder) error { return d.usage(m.Usage) })
 		default:
 			err = errTag(tag)
 		}
@@ -283,6 +349,53 @@ func (d *decoder) command(c *policy.Command) error {
 			err = d.nested(func(d *decoder) error { return d.sandbox(&c.Sandbox) })
 		case tagUnsafe:
 			c.Unsafe = true
+		case tagProxySocket:
+			c.ProxySocket, err = d.str()
+		case tagProxyToken:
+			c.ProxyToken, err = d.str()
+		case tagLimits:
+			c.Limits = new(policy.Limits)
+			err = d.nested(func(d *decoder) error { return d.limits(c.Limits) })
+		default:
+			err = errTag(tag)
+		}
+		return err
+	})
+}
+
+func (d *decoder) limits(l *policy.Limits) error {
+	return d.fields("limits", func(tag byte) (err error) {
+		var cpu int64
+		switch tag {
+		case tagProcesses:
+			l.Processes, err = d.int()
+		case tagWriteBytes:
+			l.WriteBytes, err = d.int64()
+		case tagCPU:
+			cpu, err = d.int64()
+			l.CPU = time.Duration(cpu)
+		case tagOpenFiles:
+			l.OpenFiles, err = d.int()
+		default:
+			err = errTag(tag)
+		}
+		return err
+	})
+}
+
+func (d *decoder) usage(u *policy.Usage) error {
+	return d.fields("usage", func(tag byte) (err error) {
+		var cpu int64
+		switch tag {
+		case tagUsageCPU:
+			cpu, err = d.int64()
+			u.CPU = time.Duration(cpu)
+		case tagUsageMaxRSS:
+			u.MaxRSS, err = d.int64()
+		case tagUsageProcesses:
+			u.Processes, err = d.int()
+		case tagUsageWritten:
+			u.Written, err = d.int64()
 		default:
 			err = errTag(tag)
 		}
@@ -307,6 +420,10 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.AllowExec = true
 		case tagLinks:
 			s.Links, err = d.strs()
+		case tagPrivateNet:
+			s.PrivateNetwork = true
+		case tagProxyPort:
+			s.ProxyPort, err = d.int()
 		default:
 			err = errTag(tag)
 		}

@@ -20,7 +20,7 @@ func fill(t *testing.T, v reflect.Value, seed *int) {
 		switch f.Kind() {
 		case reflect.String:
 			f.SetString(strings.Repeat("é", *seed%3) + "v" + string(rune('a'+*seed%26)))
-		case reflect.Int:
+		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(-*seed * 1000))
 		case reflect.Bool:
 			f.SetBool(true)

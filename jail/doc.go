@@ -61,6 +61,14 @@
 //     Without a namespace, a launcher that dies without reporting has its
 //     cgroup's processes killed (Pool's launchers have one where this process
 //     may make cgroups), then its descendants and session.
+//   - Resource limits of a spec's policy.Limits (limits_linux.go,
+//     cmdcgroup_linux.go): RLIMIT_FSIZE (SIGXFSZ ignored: EFBIG), RLIMIT_NOFILE
+//     and RLIMIT_CPU, set on the launcher right before it forks the command;
+//     where this process may make cgroups (v1), a pids cgroup (pids.max is
+//     Limits.Processes) and a cpu cgroup of the command's own, joined by the
+//     command thread alone, so the launcher's threads stay out; fallocate
+//     fails with EOPNOTSUPP. The exit report carries what the kernel
+//     accounted of the reaped tree (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
 //     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
 //     a /proc of its own pid namespace. Where that root is missing, unix
@@ -83,8 +91,11 @@
 //   - AllowExec=false denies execve of files; it does not stop a running
 //     program from mapping memory executable (JIT, dlopen of readable files).
 //   - System V IPC and POSIX message queues are not isolated.
-//   - Resource limits, CPU time and memory are the caller's (rlimits, the
-//     watchdog); this package applies none.
+//   - Limits over the whole tree that the kernel does not hold here (memory
+//     as RSS, bytes written in all, the tree's CPU time, processes without a
+//     pids cgroup) are the caller's watchdog's (internal/watchdog), with what
+//     Tree tells it (ForksRefused, Shmem); a memory cgroup's hard limit is
+//     set by Pool.
 //   - Without a pid namespace or a cgroup (an unprivileged user without a
 //     delegated cgroup), a launcher SIGKILLed from outside leaves the
 //     descendants that left its session, orphaned to init, to live on; and

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -163,6 +166,20 @@ func probe1(name, arg string, preFD int) string {
 			return result(unix.Bind(fd, sockaddr(arg)))
 		}
 		return result(unix.Connect(fd, sockaddr(arg)))
+	case "tcp-read": // connect to arg and read until the other end closes
+		c, err := net.DialTimeout("tcp", arg, 5*time.Second)
+		if err != nil {
+			return result(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			return result(err)
+		}
+		return "read " + string(b)
+	case "dns": // a query for arg to 127.0.0.1:53; the answer's rcode
+		return dnsQuery(arg)
 	case "udp-send":
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -318,6 +335,12 @@ func info(what string) string {
 		return strings.Join(out, " ")
 	case "env":
 		return strings.Join(os.Environ(), " ")
+	case "netns":
+		l, err := os.Readlink("/proc/self/ns/net")
+		if err != nil {
+			return result(err)
+		}
+		return l
 	case "cwd":
 		wd, err := os.Getwd()
 		if err != nil {
@@ -414,4 +437,33 @@ func attackLauncher(how string) string {
 		return strings.Join(slices.Compact(errs), ",")
 	}
 	return "unknown attack " + how
+}
+
+// dnsQuery asks 127.0.0.1:53 for name's A record and reports the answer's
+// response code (5: REFUSED), or the error.
+func dnsQuery(name string) string {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return result(err)
+	}
+	defer unix.Close(fd)
+	q := []byte{0x12, 0x34, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0}
+	for _, label := range strings.Split(name, ".") {
+		q = append(q, byte(len(label)))
+		q = append(q, label...)
+	}
+	q = append(q, 0, 0, 1, 0, 1)
+	if err := unix.Sendto(fd, q, 0, &unix.SockaddrInet4{Port: 53, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return result(err)
+	}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2})
+	buf := make([]byte, 512)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return result(err)
+	}
+	if n < 12 || buf[0] != 0x12 || buf[1] != 0x34 {
+		return "bad answer"
+	}
+	return fmt.Sprintf("rcode=%d", buf[3]&0xf)
 }

@@ -71,3 +71,18 @@ func LauncherMain() {
 	fmt.Fprintln(os.Stderr, errPlatform)
 	os.Exit(2)
 }
+
+// Isolations reports that launchers add nothing here: there are none.
+func Isolations() Isolation { return Isolation{} }
+
+// KernelProcessLimit returns false.
+func (t *Tree) KernelProcessLimit() bool { return false }
+
+// ForksRefused returns 0.
+func (t *Tree) ForksRefused() int { return 0 }
+
+// Shmem returns 0.
+func (t *Tree) Shmem() int64 { return 0 }
+
+// Usage returns zeros.
+func (t *Tree) Usage() policy.Usage { return policy.Usage{} }

@@ -84,13 +84,19 @@ func launch() int {
 	signal.Notify(sig, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	go func() { <-sig; requestStop() }()
 
-	started := make(chan int, 1)
-	go commandThread(status, started)
-	pid := <-started
+	startedCh := make(chan started, 1)
+	go commandThread(status, startedCh)
+	st := <-startedCh
+	pid := st.pid
 	if pid <= 0 {
 		return -pid // the command thread reported why
 	}
 	oomScore.settle()
+	var fwd *forwarder
+	if st.net != nil {
+		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken}
+		fwd.serve(st.net)
+	}
 	ctl := os.NewFile(ctlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
 	// else, EOF (Kill closed it, or the supervisor died) or an error on the
@@ -118,7 +124,7 @@ func launch() int {
 	}()
 	ws := reap(cmd, requestStop)
 	close(empty)
-	msg := &message{Type: msgExit}
+	msg := &message{Type: msgExit, Lookups: fwd.names(), Usage: treeUsage()}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
@@ -129,22 +135,31 @@ func launch() int {
 	return 0
 }
 
-// commandThread runs on a thread of its own, locked and never unlocked, so
-// that the thread exits when it returns. It prepares what it can while the
-// launcher waits for its spec, reads the spec, builds the command's root,
-// restricts itself, starts the command from itself, and reports the start on
-// status. It sends the command's pid on started, or, when there is no command,
-// minus the launcher's exit code (0 or less) after reporting why.
-func commandThread(status *os.File, started chan<- int) {
-	runtime.LockOSThread()
-	oomScore.open()
-	started <- startFromSpec(status)
+// started is what the command thread tells the main thread.
+type started struct {
+	// pid is the command's, or, when there is none, minus the launcher's exit
+	// code (0 or less) once the reason was reported.
+	pid  int
+	net  *privateNet // the listeners of the command's private network, or nil
+	spec *Spec
 }
 
-func startFromSpec(status *os.File) int {
-	fail := func(kind string, err error) int {
+// commandThread runs on a thread of its own, locked and never unlocked, so
+// that the thread exits when it returns. It prepares what it can while the
+// launcher waits for its spec, reads the spec, builds the command's root and
+// network, restricts itself, starts the command from itself, and reports the
+// start on status.
+func commandThread(status *os.File, done chan<- started) {
+	runtime.LockOSThread()
+	joinCmdCgroups()
+	oomScore.open()
+	done <- startFromSpec(status)
+}
+
+func startFromSpec(status *os.File) started {
+	fail := func(kind string, err error) started {
 		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
-		return -2
+		return started{pid: -2}
 	}
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
@@ -160,7 +175,7 @@ func startFromSpec(status *os.File) int {
 		m, fds, err = readControl(ctl)
 	}
 	if errors.Is(err, io.EOF) {
-		return 0 // released before use
+		return started{} // released before use
 	}
 	if err == nil {
 		err = checkSpecFrame(m, fds)
@@ -171,16 +186,16 @@ func startFromSpec(status *os.File) int {
 		}
 		return fail("", err)
 	}
-	pid, privateRoot, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
+	pid, privateRoot, pnet, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
 		return fail(errKindSandbox, err)
 	case spawnErr != nil:
 		_ = writeFrame(status, &message{Type: msgSpawnError, Error: spawnErr.Error()})
-		return 0
+		return started{}
 	}
 	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot})
-	return pid
+	return started{pid: pid, net: pnet, spec: m.Spec}
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
@@ -239,26 +254,40 @@ func checkSpecFrame(m *message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func startCommand(spec *Spec, io commandIO, pr *prepared) (pid int, privateRoot bool, spawnErr, err error) {
+func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
-	defer io.close()
+	defer cio.close()
 	if !spec.Unsafe {
-		if privateRoot, err = isolate(&spec.Sandbox, pr); err != nil {
-			return 0, false, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		if pnet, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
+			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		}
+		if privateRoot, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
+			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
 	}
 	// Looked up in the root the command gets, with its mounts in place.
 	path, err := lookPath(spec)
 	if err != nil {
-		return 0, privateRoot, err, nil
+		return 0, privateRoot, nil, err, nil
 	}
 	oomScore.raise() // before the restriction: /proc/self is read-only after it
 	if !spec.Unsafe {
-		if err := restrictThread(&spec.Sandbox, pr, privateRoot); err != nil {
-			return 0, privateRoot, nil, err
+		sb := &spec.Sandbox
+		if pnet != nil && privateRoot {
+			// The name service files the root got (isolate) are to be read.
+			own := *sb
+			own.ReadOnly = append(append([]string(nil), sb.ReadOnly...), netFileNames...)
+			sb = &own
 		}
+		if err := restrictThread(sb, pr, privateRoot); err != nil {
+			return 0, privateRoot, nil, nil, err
+		}
+	}
+	// Last, as they bind the launcher too (see applyRlimits).
+	if err := applyRlimits(spec.Limits); err != nil {
+		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
 	if env == nil {
@@ -270,21 +299,22 @@ func startCommand(spec *Spec, io commandIO, pr *prepared) (pid int, privateRoot 
 	pid, err = syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   env,
-		Files: io.files(),
-		Sys:   io.sysProcAttr(),
+		Files: cio.files(),
+		Sys:   cio.sysProcAttr(),
 	})
 	if err != nil {
-		return 0, privateRoot, fmt.Errorf("exec %s: %w", path, err), nil
+		return 0, privateRoot, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}
-	return pid, privateRoot, nil, nil
+	return pid, privateRoot, pnet, nil, nil
 }
 
 // isolate gives the calling thread the command's view of the filesystem,
 // where the launcher may make mount namespaces (wantPrivateRoot): a private
 // root holding only sb's paths, finished from what prepare began; or, where
 // that root cannot be built, the host's mounts all read-only but sb's
-// read-write paths. It reports whether the thread got a private root.
-func isolate(sb *policy.Sandbox, pr *prepared) (bool, error) {
+// read-write paths. It reports whether the thread got a private root. With
+// netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network.
+func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 	if !wantPrivateRoot() {
 		return false, nil
 	}
@@ -301,7 +331,11 @@ func isolate(sb *policy.Sandbox, pr *prepared) (bool, error) {
 				return false, err
 			}
 			if err := root.addPolicy(pr.base); err != nil {
-				return false, err
+				err = root.abandon(err)
+				if !errors.Is(err, errRootSetup) {
+					return false, err
+				}
+				return false, readOnlyMounts(sb)
 			}
 		}
 	case pr != nil && pr.rootErr != nil:
@@ -316,7 +350,18 @@ func isolate(sb *policy.Sandbox, pr *prepared) (bool, error) {
 		return false, readOnlyMounts(sb)
 	}
 	if err := root.addPolicy(sb); err != nil {
-		return false, err
+		// A path of the call's that cannot be bound (a filesystem that
+		// refuses): the host's mounts made read-only instead, as where no
+		// root can be built; the started frame says so.
+		if err = root.abandon(err); !errors.Is(err, errRootSetup) {
+			return false, err
+		}
+		return false, readOnlyMounts(sb)
+	}
+	if netFiles {
+		if err := root.netFiles(); err != nil {
+			return false, err
+		}
 	}
 	return true, root.seal()
 }

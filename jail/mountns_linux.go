@@ -74,32 +74,16 @@ func hasCap(c int) bool {
 	return data[c/32].Effective&(1<<(c%32)) != 0
 }
 
-// Isolation is what this process's launchers add to Landlock and seccomp, as
-// `autobox doctor` reports it.
-type Isolation struct {
-	// PidNamespace: each launcher is the init of a pid namespace of its own.
-	PidNamespace bool
-	// PrivateRoot: each command's root holds only its policy's paths (unless
-	// building it fails on this host, when the mounts are made read-only).
-	PrivateRoot bool
-	// MemoryCgroups: each command has a memory cgroup with a hard limit, which
-	// is also how a dead launcher's processes are found without a namespace.
-	MemoryCgroups bool
-	// OOMPinned: the command's OOM score is pinned at the maximum and the
-	// launcher's at the minimum (CAP_SYS_RESOURCE); else the command only
-	// starts at the maximum and may lower its score to the launcher's.
-	OOMPinned bool
-	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
-	NamespacesOff bool
-}
-
 // Isolations reports what launchers started by this process get.
 func Isolations() Isolation {
 	return Isolation{
-		PidNamespace:  usePidNamespace(),
-		PrivateRoot:   wantPrivateRoot(),
-		MemoryCgroups: probeCgroups() != nil,
-		OOMPinned:     hasCap(unix.CAP_SYS_RESOURCE),
-		NamespacesOff: namespacesOff,
+		PidNamespace:   usePidNamespace(),
+		PrivateRoot:    wantPrivateRoot(),
+		PrivateNetwork: wantPrivateRoot(),
+		MemoryCgroups:  probeCgroups() != nil,
+		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
+		NamespacesOff:  namespacesOff,
+		ProcessCgroups: probeCmdCgroups() != nil && probeCmdCgroups().pids != "",
+		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
 	}
 }

@@ -1,10 +1,15 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
 )
@@ -106,4 +111,120 @@ func testScopes(t *testing.T, m jailMode) {
 		got, _, _ := startHelper(t, Spec{Unsafe: true}, probes...)
 		expect(t, "unsafe", got, map[string]string{probes[0]: "ok", "kill:" + me: "ok", probes[1]: "ok", "kill-self": "ok"})
 	}
+}
+
+// fakeProxy is a seqpacket unix socket like the proxy's: it records the
+// first message of each connection (the call's preamble) and answers "ok" on
+// every socket handed over on it.
+func fakeProxy(t *testing.T) (path string, lines chan string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "proxy.sock")
+	ln, err := net.Listen("unixpacket", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lines = make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c *net.UnixConn) {
+				defer c.Close()
+				buf, oob := make([]byte, 256), make([]byte, 64)
+				n, _, _, _, err := c.ReadMsgUnix(buf, oob)
+				if err != nil {
+					return
+				}
+				lines <- string(buf[:n])
+				for {
+					_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+					if err != nil {
+						return
+					}
+					msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+					for i := range msgs {
+						fds, _ := unix.ParseUnixRights(&msgs[i])
+						for _, fd := range fds {
+							unix.Write(fd, []byte("ok"))
+							unix.Close(fd)
+						}
+					}
+				}
+			}(c.(*net.UnixConn))
+		}
+	}()
+	return path, lines
+}
+
+// TestPrivateNetwork: where the launcher may make namespaces, a command with a
+// host allowlist (PrivateNetwork) runs in a network of its own: the proxy
+// port is forwarded to the supervisor's proxy with the call's token, nothing
+// of the host's loopback is there, and DNS queries are refused and reported.
+// A pooled command without network runs in an empty namespace of its own; one
+// with the whole network in the host's. Without namespaces, PrivateNetwork is
+// refused.
+func TestPrivateNetwork(t *testing.T) {
+	requireJail(t)
+	eachMode(t, func(t *testing.T, m jailMode) {
+		tcp, _, _ := listeners(t)
+		sock, lines := fakeProxy(t)
+		hostNS, _ := os.Readlink("/proc/self/ns/net")
+		p := basePolicy(t)
+		p.ReadOnly = append(p.ReadOnly, "/proc")
+		priv := p
+		priv.AllowNetwork, priv.PrivateNetwork, priv.ProxyPort = true, true, ProxyPort
+		spec := Spec{Sandbox: priv, ProxySocket: sock, ProxyToken: "tok123"}
+		if !m.ns {
+			spec.Argv = []string{testExe(t), "info:netns"}
+			spec.Env = []string{helperEnv + "=1"}
+			out := tempFile(t)
+			tree, err := Start(testExe(t), &spec, out, out)
+			if err == nil {
+				_, err = tree.Wait()
+			}
+			if !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("PrivateNetwork without namespaces: %v, want ErrUnsupported", err)
+			}
+			return
+		}
+		probes := []string{"tcp-read:127.0.0.1:3128", "tcp-connect:" + tcp, "dns:Example.COM", "info:netns"}
+		got, res, _ := startHelper(t, spec, probes...)
+		if got["tcp-read:127.0.0.1:3128"] != "read ok" || got["tcp-connect:"+tcp] != "ECONNREFUSED" || got["dns:Example.COM"] != "rcode=5" || got["info:netns"] == hostNS {
+			t.Errorf("private network: %v (host %s)", got, hostNS)
+		}
+		select {
+		case l := <-lines:
+			if l != "AUTOBOX-PROXY tok123\n" {
+				t.Errorf("the proxy got %q", l)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("no connection reached the proxy")
+		}
+		if len(res.Lookups) != 1 || res.Lookups[0] != "example.com" {
+			t.Errorf("lookups reported: %v", res.Lookups)
+		}
+		// Pooled: no network, an empty namespace; the whole network, the host's.
+		pool := NewPool(testExe(t), 1, &p)
+		defer pool.Close()
+		for _, open := range []bool{false, true} {
+			sb := p
+			sb.AllowNetwork = open
+			s := Spec{Sandbox: sb, Argv: []string{testExe(t), "info:netns"}, Env: []string{helperEnv + "=1"}}
+			out := tempFile(t)
+			tree, err := pool.Start(&s, out, out, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tree.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			ns := parseResults(t, readBack(t, out), []string{"info:netns"})["info:netns"]
+			if open != (ns == hostNS) {
+				t.Errorf("pooled, AllowNetwork=%v: namespace %s (host %s)", open, ns, hostNS)
+			}
+		}
+	})
 }

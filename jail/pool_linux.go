@@ -88,7 +88,7 @@ func (p *Pool) refill() {
 
 // spawn starts a launcher in a cgroup of its own and has it prepare for base.
 func (p *Pool) spawn() (*Tree, error) {
-	t, err := spawn(p.exe, probeCgroups().create(p.memory.Load()))
+	t, err := spawn(p.exe, probeCgroups().create(p.memory.Load()), probeCmdCgroups().create())
 	if err != nil || p.base == nil {
 		return t, err
 	}

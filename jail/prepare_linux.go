@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -24,6 +25,7 @@ type prepared struct {
 	// errRootSetup the thread is half-built and every spec must fail.
 	root    *privateRoot
 	rootErr error
+	net     *privateNet     // the network namespace begun, nil if none
 	base    *policy.Sandbox // what root was begun for
 	attr    unix.LandlockRulesetAttr
 	size    uintptr
@@ -39,12 +41,20 @@ type prepared struct {
 func prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
 	if wantPrivateRoot() {
+		// First, while /proc is the host's: it names the host's namespace.
+		// A listener that could not be opened leaves a namespace that is good
+		// for commands without network only (isolateNet checks).
+		pr.net, _ = enterPrivateNet()
+	}
+	if wantPrivateRoot() {
 		// Before the ruleset: its rules are opened in the root the command gets.
 		pr.root, pr.rootErr = enterPrivateRoot()
 		if pr.root != nil {
 			if err := pr.root.addPolicy(base); err != nil {
-				pr.root, pr.rootErr = nil, err
-				return pr
+				pr.root, pr.rootErr = nil, pr.root.abandon(err)
+				if !errors.Is(pr.rootErr, errRootSetup) {
+					return pr // the thread is not usable: every spec fails
+				}
 			}
 		}
 	}
@@ -117,6 +127,14 @@ func (pr *prepared) close() {
 		unix.Close(pr.fd)
 		pr.fd = -1
 	}
+}
+
+// network returns the private network prepared, or nil; pr may be nil.
+func (pr *prepared) network() *privateNet {
+	if pr == nil {
+		return nil
+	}
+	return pr.net
 }
 
 // usedRuleset reports whether the prepared ruleset was used; pr may be nil.

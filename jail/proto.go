@@ -76,10 +76,15 @@ type message struct {
 	// PrivateRoot says in a started frame that the command's root holds only
 	// its policy's paths (see privateRoot).
 	PrivateRoot bool
-	Code        int
-	Signal      string
-	Error       string
-	Kind        string
+	// Lookups, in an exit frame, are the names the command tried to resolve
+	// itself in its private network.
+	Lookups []string
+	Code    int
+	Signal  string
+	Error   string
+	Kind    string
+	// Usage is, in an exit frame, what the kernel accounted of the reaped tree.
+	Usage *policy.Usage
 
 	// Stdin says in a spec frame that three descriptors came with it: the
 	// command's stdin, stdout and stderr (else two, and stdin is /dev/null).

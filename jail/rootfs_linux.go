@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -40,6 +41,19 @@ const oldRootDir = "/.autobox-host"
 // is mounted (in the private namespace only) before pivot_root makes it "/".
 var tmpfsMountPoints = []string{"/tmp", "/mnt", "/media", "/srv", "/opt"}
 
+// newMountAPI tells whether the kernel has the calls the root is built with:
+// open_tree and move_mount (Linux 5.2), mount_setattr (5.12). Asked with
+// arguments they refuse, so nothing is changed.
+var newMountAPI = sync.OnceValue(func() error {
+	if _, err := unix.OpenTree(-1, "", 0); errors.Is(err, unix.ENOSYS) {
+		return errors.New("open_tree(2) is missing (Linux >= 5.2)")
+	}
+	if err := unix.MountSetattr(-1, "", 0, &unix.MountAttr{}); errors.Is(err, unix.ENOSYS) {
+		return errors.New("mount_setattr(2) is missing (Linux >= 5.12)")
+	}
+	return nil
+})
+
 // bindKind is how a path is bound into the private root.
 type bindKind int
 
@@ -51,6 +65,7 @@ const (
 )
 
 type privateRoot struct {
+	origNS  int             // the mount namespace the thread came from (abandon)
 	oldRoot int             // O_PATH fd of the host's root (below oldRootDir)
 	bound   map[string]bool // host paths bound (or made, for /proc) so far
 	binds   []boundFile     // what each bind showed when it was made
@@ -74,15 +89,33 @@ var errRootSetup = errors.New("setting up a private root")
 // enterPrivateRoot moves the calling thread into a new mount namespace whose
 // root is an empty tmpfs, with the host's root below oldRootDir.
 func enterPrivateRoot() (*privateRoot, error) {
+	if err := newMountAPI(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errRootSetup, err)
+	}
+	// The mount namespace the thread has now, to go back to if building the root
+	// fails half-way (abandon).
+	orig, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening the mount namespace: %w", errRootSetup, err)
+	}
+	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bool{}}
+	if err := r.enter(); err != nil {
+		return nil, r.abandon(err)
+	}
+	return r, nil
+}
+
+// enter makes the thread's mount namespace and pivots into the empty root.
+func (r *privateRoot) enter() error {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return nil, fmt.Errorf("%w: unshare(CLONE_NEWNS): %w", errRootSetup, err)
+		return fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
 	}
 	// Slave, not private: an unmount on the host (a USB disk, say) still reaches
 	// this copy of the mount table, which would otherwise keep that filesystem
 	// busy for as long as a launcher waits in the pool. Nothing made here
 	// propagates back.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return nil, fmt.Errorf("%w: making mounts slaves: %w", errRootSetup, err)
+		return fmt.Errorf("making mounts slaves: %w", err)
 	}
 	mp := ""
 	for _, dir := range tmpfsMountPoints {
@@ -93,34 +126,45 @@ func enterPrivateRoot() (*privateRoot, error) {
 		}
 	}
 	if mp == "" {
-		return nil, fmt.Errorf("%w: none of %v is a directory to mount the new root on", errRootSetup, tmpfsMountPoints)
+		return fmt.Errorf("none of %v is a directory to mount the new root on", tmpfsMountPoints)
 	}
 	// Mount points only: a few inodes, no data.
 	if err := unix.Mount("tmpfs", mp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=65536"); err != nil {
-		return nil, fmt.Errorf("%w: mounting a tmpfs on %s: %w", errRootSetup, mp, err)
-	}
-	undo := func(err error) (*privateRoot, error) {
-		_ = unix.Unmount(mp, unix.MNT_DETACH)
-		return nil, fmt.Errorf("%w: %w", errRootSetup, err)
+		return fmt.Errorf("mounting a tmpfs on %s: %w", mp, err)
 	}
 	if err := unix.Mkdir(mp+oldRootDir, 0o700); err != nil {
-		return undo(fmt.Errorf("mkdir %s: %w", oldRootDir, err))
+		return fmt.Errorf("mkdir %s: %w", oldRootDir, err)
 	}
 	if err := unix.PivotRoot(mp, mp+oldRootDir); err != nil {
-		return undo(fmt.Errorf("pivot_root: %w", err))
+		return fmt.Errorf("pivot_root: %w", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return nil, fmt.Errorf("chdir /: %w", err)
+		return fmt.Errorf("chdir /: %w", err)
 	}
-	old, err := unix.Open(oldRootDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var err error
+	if r.oldRoot, err = unix.Open(oldRootDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return fmt.Errorf("opening the host's root: %w", err)
+	}
+	return r.devLinks()
+}
+
+// abandon puts the thread back in the mount namespace it had before the root
+// was begun (the one it was made from stays as it was: nothing propagated back
+// to it), and returns why, as an errRootSetup: the caller goes on without a
+// private root. If even that fails the thread is not usable, and the error is
+// not an errRootSetup.
+func (r *privateRoot) abandon(why error) error {
+	if r.oldRoot >= 0 {
+		unix.Close(r.oldRoot)
+		r.oldRoot = -1
+	}
+	err := unix.Setns(r.origNS, unix.CLONE_NEWNS)
+	unix.Close(r.origNS)
 	if err != nil {
-		return nil, fmt.Errorf("opening the host's root: %w", err)
+		return fmt.Errorf("building a private root: %w; and going back to the host's mounts: setns: %w", why, err)
 	}
-	r := &privateRoot{oldRoot: old, bound: map[string]bool{}}
-	if err := r.devLinks(); err != nil {
-		return nil, err
-	}
-	return r, nil
+	_ = unix.Chdir("/")
+	return fmt.Errorf("%w: %w", errRootSetup, why)
 }
 
 // devLinks makes /dev with the links that shells and tools expect there
@@ -429,6 +473,33 @@ func mkdirAll(p string) error {
 	return nil
 }
 
+// netFileNames are the files netFiles writes.
+var netFileNames = []string{"/etc/hosts", "/etc/resolv.conf"}
+
+// netFiles gives a command in a private network the name service it has:
+// localhost, and a resolver at 127.0.0.1 that refuses every query (names
+// resolve at the proxy). Where the host's files are bound (a mount of /etc),
+// they stay.
+func (r *privateRoot) netFiles() error {
+	for i, content := range []string{
+		"127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
+		"# autobox: no DNS inside; names resolve at the proxy (HTTP_PROXY, ALL_PROXY)\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+	} {
+		name := netFileNames[i]
+		var st unix.Stat_t
+		if unix.Lstat(name, &st) == nil {
+			continue
+		}
+		if err := mkdirAll(path.Dir(name)); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // seal detaches the host's root and makes the tmpfs read-only: after it, only
 // what was bound exists for the thread and what it starts.
 func (r *privateRoot) seal() error {
@@ -436,6 +507,7 @@ func (r *privateRoot) seal() error {
 		return nil
 	}
 	unix.Close(r.oldRoot)
+	unix.Close(r.origNS)
 	if err := unix.Unmount(oldRootDir, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the host's root: %w", err)
 	}

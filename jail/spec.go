@@ -19,6 +19,10 @@ type Result = policy.Exit
 // tests use it to check those paths on a root machine.
 const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
 
+// ProxyPort is where, inside its private network, a command reaches the proxy
+// for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
+const ProxyPort = 3128
+
 // Interactive is what a command that outlives its first answer (a session)
 // gets besides what Start gives: an input, and perhaps a terminal.
 type Interactive struct {

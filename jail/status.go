@@ -129,3 +129,31 @@ func checkPolicy(p *policy.Sandbox) error {
 	}
 	return nil
 }
+
+// Isolation is what this process's launchers add to Landlock and seccomp, as
+// `autobox doctor` reports it.
+type Isolation struct {
+	// PidNamespace: each launcher is the init of a pid namespace of its own.
+	PidNamespace bool
+	// PrivateRoot: each command's root holds only its policy's paths (unless
+	// building it fails on this host, when the mounts are made read-only).
+	PrivateRoot bool
+	// MemoryCgroups: each command has a memory cgroup with a hard limit, which
+	// is also how a dead launcher's processes are found without a namespace.
+	MemoryCgroups bool
+	// OOMPinned: the command's OOM score is pinned at the maximum and the
+	// launcher's at the minimum (CAP_SYS_RESOURCE); else the command only
+	// starts at the maximum and may lower its score to the launcher's.
+	OOMPinned bool
+	// PrivateNetwork: each command may get a network namespace of its own
+	// (commands without network always do, and allowHosts needs one).
+	PrivateNetwork bool
+	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
+	NamespacesOff bool
+	// ProcessCgroups: each command has a pids cgroup of its own whose limit is
+	// its maxProcesses (cgroup v1, where this process may make cgroups).
+	ProcessCgroups bool
+	// CPUCgroups: each command has a cpu cgroup of its own, of the default
+	// weight, so calls share the CPU equally.
+	CPUCgroups bool
+}

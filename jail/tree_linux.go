@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,7 +36,9 @@ type Tree struct {
 	killOnce sync.Once
 	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
 	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
+	cmdcg    *cmdCgroup  // the command's pids and cpu cgroups, or nil
 	oomKills int         // OOM kills in cgroup, set before finished
+	ended    endFigures  // what the cgroups held at the end, set before finished
 	prepared bool        // the command got a prepared ruleset, set before finished
 	root     bool        // the command got a private root, set before finished
 	// pidns: the launcher is the init of a pid namespace of its own, so its
@@ -72,7 +75,7 @@ func Start(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
 }
 
 func spawnAndSend(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error) {
-	t, err := spawn(exe, nil)
+	t, err := spawn(exe, nil, probeCmdCgroups().create())
 	if err != nil {
 		return nil, err
 	}
@@ -93,17 +96,22 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
+	if spec.Sandbox.PrivateNetwork && !wantPrivateRoot() {
+		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (it needs root)", ErrUnsupported)
+	}
 	return Probe().Check(&spec.Sandbox)
 }
 
-// spawn starts a launcher, which then waits for its spec, in cg if not nil. cg
-// is removed once the launcher has been reaped, whatever happens.
-func spawn(exe string, cg *memCgroup) (*Tree, error) {
-	t, err := fork(exe, cg)
+// spawn starts a launcher, which then waits for its spec, in cg if not nil,
+// with ccg (if not nil) for its command. Both are removed once the launcher has
+// been reaped, whatever happens.
+func spawn(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
+	t, err := fork(exe, cg, ccg)
 	if err != nil {
 		if cg != nil {
 			cg.remove()
 		}
+		ccg.remove()
 		return nil, err
 	}
 	if cg != nil {
@@ -115,8 +123,8 @@ func spawn(exe string, cg *memCgroup) (*Tree, error) {
 	return t, nil
 }
 
-// fork starts a launcher; its cgroup (if any) is removed after it is reaped.
-func fork(exe string, cg *memCgroup) (*Tree, error) {
+// fork starts a launcher; its cgroups (if any) are removed after it is reaped.
+func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", os.DevNull, err)
@@ -141,12 +149,17 @@ func fork(exe string, cg *memCgroup) (*Tree, error) {
 	}
 	defer statusW.Close()
 
-	t := &Tree{ctl: ctl, cgroup: cg, pidns: usePidNamespace(), finished: make(chan struct{}), reaped: make(chan struct{})}
+	t := &Tree{ctl: ctl, cgroup: cg, cmdcg: ccg, pidns: usePidNamespace(), finished: make(chan struct{}), reaped: make(chan struct{})}
 	null := devnull.Fd()
 	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
+	for _, f := range ccg.files() {
+		files = append(files, f.Fd())
+	}
 	forked := make(chan error, 1)
 	go t.run(exe, files, statusR, forked)
-	if err := <-forked; err != nil {
+	err = <-forked
+	ccg.handedOver()
+	if err != nil {
 		ctl.Close()
 		statusR.Close()
 		return nil, err
@@ -173,6 +186,9 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 		if err := t.cgroup.setLimit(memory); err != nil {
 			return err
 		}
+	}
+	if err := t.cmdcg.setMax(spec.Limits); err != nil {
+		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
 	// Fd puts the files into blocking mode; the command shares that mode.
 	fds := make([]int, len(files))
@@ -269,7 +285,12 @@ var launcherEnvBase = goenv.Child("16MiB")
 
 // usePidNamespace reports whether launchers get a pid namespace of their own:
 // where this process may make one (CAP_SYS_ADMIN), unless NoNamespacesEnv.
-func usePidNamespace() bool { return !namespacesOff && hasCapSysAdmin() }
+func usePidNamespace() bool {
+	return !namespacesOff && !pidNamespacesRefused.Load() && hasCapSysAdmin()
+}
+
+// pidNamespacesRefused is set when making a launcher's pid namespace failed.
+var pidNamespacesRefused atomic.Bool
 
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
@@ -280,11 +301,18 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if t.pidns {
 		sys.Cloneflags = syscall.CLONE_NEWPID
 	}
-	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, &syscall.ProcAttr{
-		Env:   launcherEnv(),
-		Files: files,
-		Sys:   sys,
-	})
+	env := launcherEnv()
+	if n := len(files) - firstCgroupFD; n > 0 {
+		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
+	}
+	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
+	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	if err != nil && t.pidns && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+		// A host (a container) that refuses pid namespaces to root: without.
+		pidNamespacesRefused.Store(true)
+		t.pidns, sys.Cloneflags = false, 0
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	}
 	if err != nil {
 		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
 		return
@@ -300,6 +328,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if t.cgroup != nil {
 		t.cgroup.remove()
 	}
+	t.cmdcg.remove()
 	close(t.reaped)
 }
 
@@ -338,10 +367,15 @@ func (t *Tree) readStatus(status *os.File) report {
 		case msgStarted:
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
+			t.cmdcg.settle()
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
 			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
+			r.res.Lookups = m.Lookups
+			if m.Usage != nil {
+				r.res.Usage = *m.Usage
+			}
 		case msgError:
 			r.final = true
 			r.failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}
@@ -356,6 +390,7 @@ func (t *Tree) readStatus(status *os.File) report {
 		t.closeCtl()
 		// Only the launcher's own exit is left: do not make Wait pay for it.
 		t.oomKills = t.cgroup.oomKills() // asked for after Wait, when the cgroup may be gone
+		t.ended = t.endFigures()
 		t.publish(r.res, r.failure)
 	}
 	return r
@@ -392,6 +427,7 @@ func (t *Tree) reap(reported <-chan report) {
 
 	if !r.final {
 		t.oomKills = t.cgroup.oomKills()
+		t.ended = t.endFigures()
 	}
 	switch {
 	case r.failure != nil, r.final:
@@ -474,6 +510,7 @@ func (t *Tree) sweep() {
 		return
 	}
 	t.cgroup.kill()
+	t.cmdcg.kill()
 	sweep(t.pid)
 }
 

@@ -15,6 +15,14 @@ type Command struct {
 	// Unsafe runs the command without the OS sandbox: only for a server started
 	// with the explicit unsafe flag. Process-tree handling stays.
 	Unsafe bool
+	// ProxySocket and ProxyToken are where a Linux launcher forwards the
+	// connections its command makes to 127.0.0.1:Sandbox.ProxyPort inside its
+	// network namespace (Sandbox.PrivateNetwork), and the token it names the
+	// call by there (see package proxy). The command never sees the token.
+	ProxySocket string
+	ProxyToken  string
+	// Limits are the tree's resource limits (nil: none); see Limits.
+	Limits *Limits
 }
 
 // Exit is how a sandboxed command ended.
@@ -27,4 +35,14 @@ type Exit struct {
 	ExitCode int
 	// Signal is the name of the signal that ended it ("SIGKILL"), or "".
 	Signal string
+	// Lookups are the names the command tried to resolve itself inside a
+	// private network, where no DNS is offered (at most 32).
+	Lookups []string
+	// Usage is what the enforcer measured of the tree once it was gone (the
+	// kernel's accounting of every process it reaped); zero when it could not.
+	Usage Usage
 }
+
+// ProxyPreamble starts every connection to the proxy's socket, followed by the
+// call's token and a newline (see Command.ProxyToken).
+const ProxyPreamble = "AUTOBOX-PROXY "

@@ -24,6 +24,14 @@ type Sandbox struct {
 	// AllowNetwork permits sockets of every family; when false only AF_UNIX
 	// sockets may be created and TCP bind/connect is denied.
 	AllowNetwork bool
+	// PrivateNetwork (with AllowNetwork) gives the command a network of its
+	// own in which only the proxy for its host allowlist is reachable, at
+	// 127.0.0.1:ProxyPort: a network namespace with only loopback on Linux,
+	// outbound to that port alone under seatbelt. An enforcer that cannot
+	// confine the network so refuses the command.
+	PrivateNetwork bool
+	// ProxyPort is the loopback port of the proxy (PrivateNetwork).
+	ProxyPort int
 	// AllowExec permits executing programs (readable paths only). The JS worker
 	// runs with AllowExec false after its one re-exec.
 	AllowExec bool

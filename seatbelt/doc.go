@@ -33,7 +33,10 @@
 //     Kill and the end of Wait SIGKILL the group.
 //
 // What it does not enforce:
-//   - Memory, CPU and time limits (the supervisor's watchdog and timers do).
+//   - Memory, time and the tree's process, write and CPU limits (the
+//     supervisor's watchdog and timers do). A spec's per-process limits
+//     (RLIMIT_FSIZE with SIGXFSZ ignored, RLIMIT_NOFILE, RLIMIT_CPU) are set by
+//     `autobox worker limits` (LimitsMain) before it execs sandbox-exec.
 //   - Reads outside the listed prefixes: /opt, /usr/local, /Applications and
 //     /Library stay readable (system and tool installations, not user data).
 //   - Hard links: a file under a ReadOnly path hard-linked from a writable

@@ -72,7 +72,14 @@ func ExecProfile(p *policy.Sandbox) (profile string, params []string) {
 	b.rule("", "allow network-outbound", each(remoteSocket, rwN))
 	b.rule("Devices the policy names.",
 		"allow file-read* file-write-data file-ioctl", each(literal, devN))
-	if p.AllowNetwork {
+	switch {
+	case p.PrivateNetwork:
+		// Network by host: the proxy on loopback, nothing else; no name
+		// service either (names resolve at the proxy). A port is a number,
+		// not a path: it is written into the profile.
+		b.rule("Network by host (allowHosts): out to the proxy's loopback port, nowhere else.",
+			"allow network-outbound", []string{fmt.Sprintf(`(remote tcp "localhost:%d")`, p.ProxyPort)})
+	case p.AllowNetwork:
 		b.text.WriteString("\n")
 		b.text.WriteString(networkSBPL)
 	}

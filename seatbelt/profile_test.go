@@ -36,6 +36,7 @@ var execCases = []struct {
 	}},
 	{"no_exec", policy.Sandbox{ReadOnly: []string{"/Users/alice/data-ro"}, ReadWrite: []string{scratch}}},
 	{"bad_deny_path", policy.Sandbox{ReadWrite: []string{scratch}, DenyWrite: []string{"relative/src-dw"}, AllowExec: true}},
+	{"network_by_host", policy.Sandbox{ReadWrite: []string{scratch}, AllowNetwork: true, PrivateNetwork: true, ProxyPort: 51234, AllowExec: true}},
 }
 
 const workerExe = "/Users/alice/go/bin/autobox-worker"
@@ -254,5 +255,26 @@ func BenchmarkExecProfile(b *testing.B) {
 	for b.Loop() {
 		profile, params := ExecProfile(&p)
 		_ = Args(profile, params, []string{"/bin/echo", "hi"})
+	}
+}
+
+// TestExecProfileNetworkByHost: with allowHosts the command may connect to the
+// proxy's loopback port and nothing else: no open network, no name service.
+// The same policy without PrivateNetwork is the control: the whole network.
+func TestExecProfileNetworkByHost(t *testing.T) {
+	p := policy.Sandbox{ReadWrite: []string{scratch}, AllowNetwork: true, PrivateNetwork: true, ProxyPort: 51234, AllowExec: true}
+	profile, _ := ExecProfile(&p)
+	if !strings.Contains(profile, `(allow network-outbound
+  (remote tcp "localhost:51234"))`) {
+		t.Errorf("no outbound rule for the proxy:\n%s", profile)
+	}
+	for _, not := range []string{`(remote ip "*:*")`, "mDNSResponder", "network-inbound", "dnssd"} {
+		if strings.Contains(profile, not) {
+			t.Errorf("the profile allows %s", not)
+		}
+	}
+	p.PrivateNetwork = false
+	if open, _ := ExecProfile(&p); !strings.Contains(open, `(remote ip "*:*")`) {
+		t.Error("control: the whole network is not open without PrivateNetwork")
 	}
 }

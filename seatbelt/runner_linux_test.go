@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "sandbox-exec" {
 		fakeSandboxExec()
+	}
+	if len(os.Args) > 2 && os.Args[1] == "worker" && os.Args[2] == LimitsRole {
+		LimitsMain(os.Args[3:])
 	}
 	os.Exit(m.Run())
 }
@@ -113,14 +117,24 @@ func sandboxed(argv ...string) *Spec {
 
 func TestExitCodeAndOutput(t *testing.T) {
 	res, out, errOut := run(t, sandboxed("sh", "-c", "echo hi; echo oops >&2; exit 3"))
-	if res != (Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
+	if !reflect.DeepEqual(exit(res), Result{Started: true, ExitCode: 3}) || out != "hi\n" || errOut != "oops\n" {
 		t.Errorf("got %+v, stdout %q, stderr %q", res, out, errOut)
 	}
+	// What the kernel accounted of the command and what it reaped.
+	if res.Usage.CPU <= 0 || res.Usage.MaxRSS < 1<<20 {
+		t.Errorf("usage %+v", res.Usage)
+	}
+}
+
+// exit is how a command ended, without its usage.
+func exit(res Result) Result {
+	res.Usage = policy.Usage{}
+	return res
 }
 
 func TestSignalResult(t *testing.T) {
 	res, _, _ := run(t, sandboxed("sh", "-c", "kill -TERM $$"))
-	if res != (Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
+	if !reflect.DeepEqual(exit(res), Result{Started: true, ExitCode: -1, Signal: "SIGTERM"}) {
 		t.Errorf("got %+v", res)
 	}
 }
@@ -314,7 +328,7 @@ func TestWaitKillsLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := tree.Wait()
-	if err != nil || res != (Result{Started: true}) {
+	if err != nil || !reflect.DeepEqual(exit(res), Result{Started: true}) {
 		t.Errorf("Wait: %+v, %v", res, err)
 	}
 	if left := survivors(t, tree.Pid()); len(left) != 0 {
@@ -354,5 +368,31 @@ func TestRelativePathEntriesIgnored(t *testing.T) {
 		if res, out, _ := run(t, spec); !res.Started || out != c.want {
 			t.Errorf("PATH=%s: %+v, stdout %q, want %q", c.path, res, out, c.want)
 		}
+	}
+}
+
+// TestLimits: a command with limits runs through `autobox worker limits` (here the
+// test binary), which sets its rlimits, soft and hard, and ignores SIGXFSZ, so a
+// write past the file size limit fails with EFBIG; then sandbox-exec, with the
+// same argv as without limits. (Unsafe here: the stand-in sandbox-exec is a Go
+// program, whose runtime handles SIGXFSZ again, so its command would not
+// inherit the ignored signal; /usr/bin/sandbox-exec keeps it.)
+func TestLimits(t *testing.T) {
+	limitsExe = os.Executable
+	spec := sandboxed("/bin/sh", "-c", `ulimit -Sn; ulimit -Hn; ulimit -St; ulimit -Ht; dd if=/dev/zero of=/tmp/autobox-limits-$$ bs=1000 count=3 2>&1; echo dd=$?; rm -f /tmp/autobox-limits-$$`)
+	spec.Unsafe = true
+	spec.Limits = &policy.Limits{WriteBytes: 2000, OpenFiles: 64, CPU: 1500 * time.Millisecond}
+	res, stdout, stderr := run(t, spec)
+	lines := strings.Split(stdout, "\n")
+	if res.ExitCode != 0 || len(lines) < 4 || strings.Join(lines[:4], ",") != "64,64,2,3" || !strings.Contains(stdout, "File too large") || !strings.Contains(stdout, "dd=1") {
+		t.Errorf("limits: %+v stdout %q stderr %q", res, stdout, stderr)
+	}
+	// Without a per-process limit, no wrapper.
+	if got := limitsArgv("/x/autobox", &policy.Limits{WriteBytes: -1, Processes: 5}, "/bin/true", []string{"true"}); got != nil {
+		t.Errorf("argv without rlimits: %q", got)
+	}
+	want := []string{"/x/autobox", "worker", "limits", "--fsize", "0", "--cpu", "1", "--", "/usr/bin/sandbox-exec", "sandbox-exec", "-p", "x"}
+	if got := limitsArgv("/x/autobox", &policy.Limits{CPU: time.Millisecond}, "/usr/bin/sandbox-exec", []string{"sandbox-exec", "-p", "x"}); !slices.Equal(got, want) {
+		t.Errorf("argv: %q, want %q", got, want)
 	}
 }

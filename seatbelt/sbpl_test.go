@@ -97,7 +97,7 @@ var (
 		"network-bind", "network-inbound", "network-outbound")
 	knownFilters = set("literal", "subpath", "param", "require-all", "require-not",
 		"require-any", "target", "sysctl-name", "sysctl-name-prefix", "global-name",
-		"socket-domain", "socket-protocol", "local", "remote", "unix-socket", "ip")
+		"socket-domain", "socket-protocol", "local", "remote", "unix-socket", "ip", "tcp")
 	// Rules allowed to have no filter, i.e. to apply everywhere.
 	broadAllows = set("allow process-fork", "allow ipc-posix-sem",
 		"allow file-read* file-map-executable process-exec")
@@ -170,7 +170,7 @@ func checkFilter(t *testing.T, n *node) {
 
 func isConstant(a string) bool {
 	switch a {
-	case "AF_UNIX", "AF_SYSTEM", "same-sandbox", "self", "2", "unix-socket", "ip":
+	case "AF_UNIX", "AF_SYSTEM", "same-sandbox", "self", "2", "unix-socket", "ip", "tcp":
 		return true
 	}
 	return false

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Tree is a started command: the process sandbox-exec became, in its own
@@ -53,6 +56,15 @@ func launch(sandboxExec string, spec *Spec, stdout, stderr *os.File) (*Tree, err
 		profile, params := ExecProfile(&spec.Sandbox)
 		argv = Args(profile, params, argv)
 		path = sandboxExec
+	}
+	if spec.Limits != nil {
+		exe, err := limitsExe()
+		if err != nil {
+			return nil, fmt.Errorf("finding the autobox binary for the command's limits: %w", err)
+		}
+		if wrapped := limitsArgv(exe, spec.Limits, path, argv); wrapped != nil {
+			argv, path = wrapped, exe
+		}
 	}
 	cmd := &exec.Cmd{
 		Path:   path,
@@ -208,7 +220,7 @@ func (t *Tree) wait() {
 		return
 	}
 	ws, _ := ps.Sys().(syscall.WaitStatus)
-	t.result = Result{Started: true, ExitCode: ws.ExitStatus()}
+	t.result = Result{Started: true, ExitCode: ws.ExitStatus(), Usage: usageOf(ps)}
 	if ws.Signaled() {
 		t.result.ExitCode = -1
 		t.result.Signal = unix.SignalName(ws.Signal())
@@ -232,4 +244,18 @@ func (t *Tree) Kill() {
 	if !t.reaped {
 		_ = unix.Kill(-t.cmd.Process.Pid, unix.SIGKILL)
 	}
+}
+
+// usageOf is what the kernel accounted of the command and the children it reaped:
+// CPU time, and the peak resident memory of the largest process (kilobytes on
+// Linux, bytes on macOS).
+func usageOf(ps *os.ProcessState) policy.Usage {
+	u := policy.Usage{CPU: ps.UserTime() + ps.SystemTime()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		u.MaxRSS = int64(ru.Maxrss)
+		if runtime.GOOS == "linux" {
+			u.MaxRSS <<= 10
+		}
+	}
+	return u
 }

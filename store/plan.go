@@ -211,6 +211,14 @@ func (pl *plan) findConflicts() {
 	}
 	for p, wa := range pl.ws {
 		w, ok := pl.work.get(p)
+		typ := uint32(0)
+		if ok {
+			typ = w.typ
+		}
+		if reason := gitRisk(p, typ); reason != "" {
+			add(Conflict{Path: p, Workspace: wa, Reason: reason})
+			continue
+		}
 		switch {
 		case !ok:
 		case !supportedType(w.typ):

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 )
 
 // Argument bounds for exec_command.
@@ -25,10 +26,15 @@ type ExecInput struct {
 	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths (/mnt/...) in arguments, --flag= values and bash -c text are rewritten to host paths"`
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
-	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow network access; without it no socket can be created"`
+	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
+	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
-	YieldMs      *int               `json:"yieldMs,omitempty" jsonschema:"make the call a session: answer after at most this long; if the command is still running the answer is {running: true, sessionId, stdout, stderr, durationMs} and it runs on (drive it with exec_session), with this call's mounts, network, memory and timeoutMs for its whole life. Absent: run to the end"`
+	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
+	MaxWriteMb   *int               `json:"maxWriteMb,omitempty" jsonschema:"MB the tree may write to files (rw mounts, workspaces, scratch); a single file past it gets EFBIG, all of them together past it kill the call"`
+	CpuMs        *int               `json:"cpuMs,omitempty" jsonschema:"CPU time of the whole tree in ms; 0: no CPU limit, only the wall-clock one"`
+	MaxOpenFiles *int               `json:"maxOpenFiles,omitempty" jsonschema:"open files per process (RLIMIT_NOFILE)"`
+	YieldMs      *int               `json:"yieldMs,omitempty" jsonschema:"make the call a session: answer after at most this long; if the command is still running the answer is {running: true, sessionId, stdout, stderr, durationMs} and it runs on (drive it with exec_session), with this call's mounts, network, limits and timeoutMs for its whole life. Absent: run to the end"`
 	TTY          bool               `json:"tty,omitempty" jsonschema:"run the command on a pseudo-terminal (isatty is true; stdout and stderr arrive together as stdout, with the terminal's bytes); with yieldMs, write control keys such as \\u0003 (Ctrl-C)"`
 	Rows         *int               `json:"rows,omitempty" jsonschema:"tty: the terminal's height in lines"`
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
@@ -36,22 +42,24 @@ type ExecInput struct {
 
 // ExecOutput is the exec_command result.
 type ExecOutput struct {
-	Stdout          string  `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
-	Stderr          string  `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
-	ExitCode        *int    `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error), or while a session's command runs (running: true)"`
-	Killed          bool    `json:"killed" jsonschema:"the tree was killed: timeout, memory limit or cancellation (the reason starts stderr)"`
-	DurationMs      float64 `json:"durationMs" jsonschema:"wall-clock time of the call in ms; in a session's answers, since the command started"`
-	StdoutTruncated bool    `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
-	StderrTruncated bool    `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
-	Signal          string  `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
-	Unsandboxed     bool    `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
-	StdoutEncoding  string  `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
-	StderrEncoding  string  `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
-	Error           string  `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
-	Running         bool    `json:"running,omitempty" jsonschema:"a session's command is still running (exitCode is null): drive it with exec_session and sessionId"`
-	SessionID       string  `json:"sessionId,omitempty" jsonschema:"the session, while running is true"`
-	StdoutDropped   int64   `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
-	StderrDropped   int64   `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
+	Stdout          string        `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
+	Stderr          string        `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
+	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error), or while a session's command runs (running: true)"`
+	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
+	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms; in a session's answers, since the command started"`
+	StdoutTruncated bool          `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
+	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
+	Signal          string        `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
+	Unsandboxed     bool          `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
+	StdoutEncoding  string        `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	StderrEncoding  string        `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
+	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
+	Network         *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts reached and the connections refused, with why"`
+	Usage           Usage         `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
+	Running         bool          `json:"running,omitempty" jsonschema:"a session's command is still running (exitCode is null): drive it with exec_session and sessionId"`
+	SessionID       string        `json:"sessionId,omitempty" jsonschema:"the session, while running is true"`
+	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
+	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
 }
 
 // execCall is a validated exec_command call.
@@ -59,10 +67,11 @@ type execCall struct {
 	argv      []string
 	timeout   time.Duration
 	memoryMb  int
-	network   bool
+	net       netChoice
 	mounts    []policy.Mount
 	cwd       string // host path, "" = scratch
 	timeoutMs int
+	limits    treeLimits
 	// A session (see session.go): yieldMs, and a terminal if tty.
 	yield      *time.Duration
 	tty        bool
@@ -70,7 +79,7 @@ type execCall struct {
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
-	c := &execCall{network: in.AllowNetwork}
+	c := &execCall{}
 	if len(in.Command) == 0 {
 		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
 	}
@@ -98,7 +107,13 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
+	if c.net, err = s.networkChoice(in.AllowNetwork, in.AllowHosts, true); err != nil {
+		return nil, err
+	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
+		return nil, err
+	}
+	if c.limits, err = (limitArgs{in.MaxProcesses, in.MaxWriteMb, in.CpuMs, in.MaxOpenFiles}).limits(c.memoryMb); err != nil {
 		return nil, err
 	}
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
@@ -166,7 +181,15 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if cwd == "" {
 		cwd = scratch
 	}
-	sb := commandPolicy(c.mounts, scratch, c.network)
+	sb := commandPolicy(c.mounts, scratch, c.net)
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	pc, err := s.proxyCall(ctx, c, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if pc != nil {
+		defer pc.Close()
+	}
 	out := &ExecOutput{}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
 	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
@@ -179,7 +202,6 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		stdout.abort()
 		return nil, err
 	}
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe}
 	tree, err := s.runner.start(cmd, int64(c.memoryMb)<<20, so, se)
 	so.Close()
 	se.Close()
@@ -203,13 +225,33 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	stopCancel := context.AfterFunc(ctx, func() { k.kill("cancelled") })
 	res, werr := tree.Wait()
 	stopCancel()
-	stopLimits()
+	watched := stopLimits()
 	killedBy := k.settle()
+	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
-	return c.ended(out, tree, res, werr, killedBy)
+	return c.ended(out, tree, res, werr, killedBy, scratch, pc)
+}
+
+// proxyCall starts the proxy's part of a call with allowHosts, and points cmd
+// at it; nil without allowHosts. The caller closes it.
+func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command) (*proxy.Call, error) {
+	if !c.net.proxied() {
+		return nil, nil
+	}
+	pc, err := s.proxyFor(ctx, c.net)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.proxySetup(pc, cmd); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	// The connect helper that git over ssh runs (GIT_SSH_COMMAND).
+	cmd.Sandbox.ReadOnly = append(cmd.Sandbox.ReadOnly, s.exe)
+	return pc, nil
 }
 
 // killSwitch ends a tree once, for the first reason given.
@@ -232,28 +274,31 @@ func (k *killSwitch) settle() string {
 	return k.reason
 }
 
-// enforce kills the tree at the call's time limit and, by the RSS watchdog, at
-// its memory limit. The returned func stops both.
-func (c *execCall) enforce(t tree, k *killSwitch) (stop func()) {
+// enforce kills the tree at the call's time limit and, by the watchdog, at its
+// other limits. The returned func stops both and returns what the watchdog saw
+// the tree use.
+func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
 	timer := time.AfterFunc(c.timeout, func() { k.kill("timeout") })
-	stopWatch := watchRSS(t.Pid(), int64(c.memoryMb)<<20, func(rss int64) {
-		k.kill(fmt.Sprintf("memory limit exceeded (%d MB RSS > memoryMb %d; RSS watchdog)", rss>>20, c.memoryMb))
-	})
-	return func() {
+	watch := c.limits.watch(t, k.kill)
+	return func() policy.Usage {
 		timer.Stop()
-		stopWatch()
+		return watch.Stop()
 	}
 }
 
 // ended completes out, the result of a command whose tree is gone, with how it
 // ended: res and werr as Wait returned them, killedBy the reason of a kill ("" for
-// none; "timeout", "cancelled", a memory limit's text, or a session's own note).
-func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy string) (*ExecOutput, error) {
+// none; "timeout", "cancelled", a limit's text, or a session's own note); scratch
+// was its scratch dir, pc its proxy call (nil without allowHosts), closed here.
+func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy, scratch string, pc *proxy.Call) (*ExecOutput, error) {
 	// A launcher that died among OOM kills in the call's cgroup was one of
 	// them (a command may lower its processes' OOM scores to the launcher's
 	// where autobox cannot pin them): the limit is the answer.
 	if killedBy == "" && oomKilled(tree) {
 		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
+	}
+	if killedBy == "" && c.limits.cpuMs > 0 && res.Signal == "SIGXCPU" {
+		killedBy = c.limits.cpuRlimitReason()
 	}
 	if werr != nil && killedBy == "" {
 		return nil, werr
@@ -272,7 +317,10 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	case killedBy == "timeout":
 		out.Killed = true
 		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
-	case strings.HasPrefix(killedBy, "memory"):
+	case strings.HasPrefix(killedBy, "disk"):
+		out.Killed = true
+		out.Stderr = killedBy + "\n" + scratchListing(scratch) + out.Stderr
+	case limitKill(killedBy):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
 	case killedBy == "cancelled":
@@ -282,16 +330,32 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
 	}
+	if pc != nil {
+		for _, name := range res.Lookups {
+			pc.Deny(proxy.LookupDenial(name))
+		}
+		rec := pc.Close()
+		out.Network = &rec
+		if out.Killed || out.ExitCode == nil || *out.ExitCode != 0 {
+			out.Stderr += rec.DeniedBlock()
+		}
+	}
 	return out, nil
 }
 
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
-func commandPolicy(mounts []policy.Mount, scratch string, network bool) policy.Sandbox {
+func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.Sandbox {
 	sb := *basePolicy()
-	sb.AllowNetwork = network
+	sb.AllowNetwork = net.open || net.proxied()
 	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
-	if network {
+	if net.proxied() {
+		// A network of its own with only the proxy in it (its port: see
+		// proxySetup), and a name service of its own: none of the host's
+		// resolver files.
+		sb.PrivateNetwork = true
+	}
+	if net.open {
 		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)
 		sb.Links = append(append([]string(nil), sb.Links...), systemPaths().networkLinks...)
 	}

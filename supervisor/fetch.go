@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/autobox-dev/autobox/proxy"
 )
 
 // Fetch limits: responses larger than this fail the fetch; every fetch ends by the
@@ -110,6 +112,10 @@ func (b *bridge) fetch(ctx context.Context, raw json.RawMessage) (*fetchResult, 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var d *proxy.Denial
+		if errors.As(err, &d) {
+			return nil, fmt.Errorf("fetch: %s", d.Advice())
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("fetch: %s: timed out", u.Redacted())
 		}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
 
@@ -25,7 +27,8 @@ type JSInput struct {
 	Code          string             `json:"code" jsonschema:"JavaScript to run: a bare expression (2+2, trailing ; ok), statements whose last expression is the value, or statements with return; await is allowed; at most 1 MB"`
 	TimeoutMs     *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms"`
 	MemoryMb      *int               `json:"memoryMb,omitempty" jsonschema:"isolate heap limit in MB"`
-	AllowNetwork  bool               `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s)"`
+	AllowNetwork  bool               `json:"allowNetwork,omitempty" jsonschema:"expose host-mediated fetch/net.fetch/net.fetchJson for http(s), to any host"`
+	AllowHosts    []string           `json:"allowHosts,omitempty" jsonschema:"expose fetch for these hosts only, checked as exec_command's allowHosts (every redirect too): example.com, *.example.com, example.com:8443, localhost:5432, 10.1.2.0/24:5432; not with allowNetwork"`
 	Mounts        []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId} for host.readFile/writeFile/listDir"`
 	MaxReadBytes  *int64             `json:"maxReadBytes,omitempty" jsonschema:"per-call cap on bytes read through the file bridge"`
 	MaxWriteBytes *int64             `json:"maxWriteBytes,omitempty" jsonschema:"per-call cap on bytes written through the file bridge"`
@@ -33,18 +36,20 @@ type JSInput struct {
 
 // JSOutput is the execute_js result.
 type JSOutput struct {
-	OK         bool     `json:"ok" jsonschema:"the code ran to the end without throwing"`
-	Result     any      `json:"result" jsonschema:"the value of the code as JSON (undefined becomes null); null when ok is false"`
-	Error      *string  `json:"error" jsonschema:"why ok is false: the thrown error, TimeoutError, MemoryLimitError, a bridge refusal or invalid arguments; null when ok"`
-	Logs       []string `json:"logs" jsonschema:"console output, one string per call"`
-	DurationMs float64  `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
-	ReadBytes  int64    `json:"readBytes" jsonschema:"bytes read through host.readFile"`
-	WriteBytes int64    `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
+	OK         bool          `json:"ok" jsonschema:"the code ran to the end without throwing"`
+	Result     any           `json:"result" jsonschema:"the value of the code as JSON (undefined becomes null); null when ok is false"`
+	Error      *string       `json:"error" jsonschema:"why ok is false: the thrown error, TimeoutError, MemoryLimitError, a bridge refusal or invalid arguments; null when ok"`
+	Logs       []string      `json:"logs" jsonschema:"console output, one string per call"`
+	DurationMs float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
+	ReadBytes  int64         `json:"readBytes" jsonschema:"bytes read through host.readFile"`
+	WriteBytes int64         `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
+	Network    *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts fetched from and the connections refused, with why"`
 }
 
 // jsCall is a validated execute_js call.
 type jsCall struct {
 	run      proto.Run
+	net      netChoice
 	mounts   []policy.Mount
 	maxRead  int64
 	maxWrite int64
@@ -72,7 +77,10 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 	if c.maxWrite, err = bounded(maxWriteBytes, in.MaxWriteBytes); err != nil {
 		return nil, err
 	}
-	c.run.AllowNetwork = in.AllowNetwork
+	if c.net, err = s.networkChoice(in.AllowNetwork, in.AllowHosts, false); err != nil {
+		return nil, err
+	}
+	c.run.AllowNetwork = c.net.open || c.net.proxied()
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
 		return nil, err
 	}
@@ -100,6 +108,17 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	defer b.close()
 	out := &JSOutput{Logs: []string{}}
+	if c.net.proxied() {
+		pc, err := s.proxyFor(ctx, c.net)
+		if err != nil {
+			return nil, err
+		}
+		b.fetchClient = fetchClient(pc)
+		defer func() {
+			rec := pc.Close()
+			out.Network = &rec
+		}()
+	}
 	res, err := s.converse(ctx, w, c, b)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	out.ReadBytes, out.WriteBytes = b.readBytes, b.writeBytes
@@ -180,6 +199,11 @@ func (w *jsWorker) crashError(c *jsCall, readErr error) error {
 	desc := w.describeExit(readErr)
 	if isHeapExhaustion(w.stderr.Bytes()) {
 		return fmt.Errorf("MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", c.run.MemoryMb)
+	}
+	// The worker's CPU time is capped at its call's time limit (RLIMIT_CPU, whole
+	// seconds): the kernel's SIGKILL at the cap is the time limit too.
+	if ps := w.cmd.ProcessState; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(c.run.TimeoutMs)*time.Millisecond {
+		return fmt.Errorf("TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", c.run.TimeoutMs)
 	}
 	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"syscall"
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/seatbelt"
@@ -39,4 +40,16 @@ func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) 
 	}
 	profile, params := seatbelt.WorkerProfile(exe)
 	return seatbelt.Args(profile, params, []string{exe, "worker", "js", "--jailed"}), nil, nil
+}
+
+// rootIsLauncher: sandbox-exec execs the command in place, so a tree's root
+// process is the command.
+const rootIsLauncher = false
+
+// hardOpenFiles is the most open files a command may be allowed here: this
+// process's hard limit, which its children cannot raise.
+func hardOpenFiles() (uint64, bool) {
+	var l syscall.Rlimit
+	err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	return l.Max, err == nil
 }

@@ -77,3 +77,14 @@ func (r *jailRunner) ready(c *policy.Command) error {
 	})
 	return nil
 }
+
+// rootIsLauncher: a tree's root process is its launcher, whose own memory, CPU and
+// threads are not the command's (see watchdog.Options).
+const rootIsLauncher = true
+
+// hardOpenFiles is the most open files a command may be allowed here: launchers
+// inherit this process's hard limit and cannot raise it.
+func hardOpenFiles() (uint64, bool) {
+	n, err := jail.HardOpenFiles()
+	return n, err == nil
+}

@@ -31,3 +31,7 @@ func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) 
 	log.Warn("no OS sandbox on this platform: JS workers run unjailed (V8 isolation only)")
 	return []string{exe, "worker", "js", "--unjailed"}, nil, nil
 }
+
+const rootIsLauncher = false
+
+func hardOpenFiles() (uint64, bool) { return 0, false }

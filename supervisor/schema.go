@@ -135,7 +135,7 @@ var inputRules = map[string]map[string][]rule{
 		"maxReadBytes":  {maxReadBytes.rule()},
 		"maxWriteBytes": {maxWriteBytes.rule()},
 	}),
-	"exec_command": withMounts(map[string][]rule{
+	"exec_command": withMounts(limitRules(map[string][]rule{
 		"command":      {items(1, maxArgs)},
 		"timeoutMs":    {execTimeoutMs.sessionRule(sessionTimeoutMs)},
 		"memoryMb":     {execMemoryMb.rule()},
@@ -144,7 +144,7 @@ var inputRules = map[string]map[string][]rule{
 		"tty":          {byDefault(false)},
 		"rows":         {ttyRows.rule()},
 		"cols":         {ttyCols.rule()},
-	}),
+	})),
 	"exec_session": {
 		"action":     {choices(true, sessionActions...)},
 		"signal":     {choices(false, sessionSignals...)},
@@ -158,8 +158,10 @@ var inputRules = map[string]map[string][]rule{
 	},
 }
 
-// withMounts adds the rules of the mounts parameter, which both runners take.
+// withMounts adds the rules of the mounts and allowHosts parameters, which both
+// runners take.
 func withMounts(rules map[string][]rule) map[string][]rule {
+	rules["allowHosts"] = []rule{items(0, policy.MaxAllowHosts)}
 	rules["mounts"] = []rule{byDefault([]any{}), items(0, policy.MaxMounts)}
 	rules["mounts/items/mode"] = []rule{choices(false, "ro", "rw")}
 	return rules

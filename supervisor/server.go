@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/store"
 )
@@ -47,6 +49,9 @@ type Options struct {
 	Throughput bool
 	// Log receives diagnostics (stderr in the binary); nil discards them.
 	Log *slog.Logger
+	// AllowHosts is the server's host allowlist (--allow-host): every call's
+	// default and ceiling (see networkChoice). Empty: calls choose freely.
+	AllowHosts []string
 	// MaxSessions is how many exec_command sessions (yieldMs) may be open at
 	// once; 0 means session.DefaultMax (16).
 	MaxSessions int
@@ -71,6 +76,12 @@ type Server struct {
 	runner  runner
 	store   *store.Store
 	scratch *scratchDirs
+	// defaultHosts is Options.AllowHosts, parsed.
+	defaultHosts policy.AllowHosts
+	// proxy serves proxied calls; started by the first (proxyFor).
+	proxyOnce sync.Once
+	proxy     *proxy.Proxy
+	proxyErr  error
 
 	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
 
@@ -98,6 +109,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("finding the autobox binary: %w", err)
 	}
 	s.exe = exe
+	if s.defaultHosts, err = policy.ParseAllowHosts("--allow-host", opts.AllowHosts); err != nil {
+		return nil, err
+	}
 	if s.store, err = store.Open(store.Options{StateDir: opts.StateDir}); err != nil {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
@@ -139,6 +153,10 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.pool.close()
 	s.runner.close()
+	s.proxyOnce.Do(func() { s.proxyErr = errors.New("the server is closing") })
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {

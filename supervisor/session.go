@@ -269,16 +269,37 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		cwd = scratch
 	}
 	env := commandEnv(scratch)
-	sb := commandPolicy(c.mounts, scratch, c.network)
+	sb := commandPolicy(c.mounts, scratch, c.net)
 	if io.tty {
 		env = ttyEnv(env)
 		// The terminal's own node, so that the command finds its name (tty,
 		// ttyname) and may open it again; nothing else of /dev/pts.
 		sb.Devices = append(append([]string(nil), sb.Devices...), io.slavePath)
 	}
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: env, Sandbox: sb, Unsafe: s.opts.Unsafe}
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: env, Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	// The proxy's part of a call with allowHosts lives as long as the session,
+	// not as the call that started it.
+	life, endLife := context.WithCancel(context.Background())
+	pc, err := s.proxyCall(life, c, cmd)
+	if err != nil {
+		endLife()
+		io.closeAll()
+		cleanup()
+		return nil, err
+	}
+	cleanup = func() {
+		endLife()
+		s.scratch.release(scratch)
+		leave()
+	}
+	closeProxy := func() {
+		if pc != nil {
+			pc.Close()
+		}
+	}
 	tree, err := ir.startInteractive(cmd, int64(c.memoryMb)<<20, io.childOut, io.childErr, &jail.Interactive{Stdin: io.childIn, Terminal: io.tty})
 	if err != nil {
+		closeProxy()
 		io.closeAll()
 		cleanup()
 		return nil, err
@@ -286,6 +307,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 	io.closeChild()
 	forget, err := s.track(tree)
 	if err != nil {
+		closeProxy()
 		io.closeAll()
 		tree.Kill()
 		cleanup()
@@ -299,11 +321,13 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		Stdin:    io.stdin, Stdout: io.stdout, Stderr: io.stderr,
 		Wait: func() sessionEnd {
 			res, werr := tree.Wait()
-			stopLimits()
+			watched := stopLimits()
 			killedBy := k.settle()
 			forget()
 			defer cleanup()
-			out, err := c.ended(&ExecOutput{Unsandboxed: s.opts.Unsafe}, tree, res, werr, killedBy)
+			defer closeProxy()
+			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res)))}
+			out, err := c.ended(out, tree, res, werr, killedBy, scratch, pc)
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}
 			}
@@ -377,6 +401,7 @@ func sessionOutput(a *session.Answer[sessionEnd], unsafe bool) (*ExecOutput, boo
 	} else {
 		end := a.End.out
 		out.ExitCode, out.Killed, out.Signal, out.Error = end.ExitCode, end.Killed, end.Signal, end.Error
+		out.Usage, out.Network = end.Usage, end.Network
 		out.Stderr = end.Stderr + out.Stderr
 		out.SessionID = a.ID
 		isErr = a.End.isErr

@@ -7,8 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Exit statuses of Main. `run` exits with the harness's status instead of exitOK.
@@ -17,6 +21,11 @@ const (
 	exitFailed  = 1
 	exitUsage   = 2
 	exitRefused = 3 // cleanup kept a dirty worktree
+
+	// run: the harness was killed at a limit, as `autobox exec` reports it.
+	exitCPU       = 152 // 128 + SIGXCPU
+	exitDisk      = 153 // 128 + SIGXFSZ
+	exitProcesses = 154
 )
 
 const helpText = `Usage: autobox task COMMAND --id ID [flags] [-- ARGV...]
@@ -25,7 +34,8 @@ Per-task sandboxes for agent harnesses: a git worktree per task on branch autobo
 under $AUTOBOX_TASKS_DIR (default $XDG_DATA_HOME/autobox-tasks).
 
 Commands:
-  workspace   create the task's worktree if missing; print its directory
+  workspace   create the task's worktree if missing, or check it (undoing what a sandbox
+              changed in its git files); print its directory
   wrap        print the argv that runs ARGV inside the task's sandbox (no side effects)
   run         workspace + wrap + run ARGV; exits with ARGV's status
   endpoint    print the URL a sandboxed process uses to reach --port on the host
@@ -38,10 +48,13 @@ Kinds (--kind):
   worktree    the harness runs on the host in the worktree (default)
   native      the harness runs under autobox's OS sandbox: it writes its worktree, its
               scratch HOME/TMPDIR and, in .git, only what a commit on its branch needs;
-              its stdin is /dev/null
+              its stdin is /dev/null; exec_command's limits (--max-processes 256,
+              --max-write-mb 1024, --max-open-files 1024, --cpu-ms) hold its tree
   docker      the harness runs in docker run -i --rm, the worktree mounted at its path
 
-Exit status: 0 done, 1 failed, 2 usage error, 3 cleanup refused (dirty worktree).
+Exit status: 0 done, 1 failed, 2 usage error, 3 cleanup refused (dirty worktree);
+run exits with the harness's status, or (native) 152, 153, 154 when the harness was
+killed at its CPU, write or process limit (the reason is on stderr).
 
 Examples:
   autobox task workspace --id fix-123
@@ -56,19 +69,24 @@ Flags:
 
 // flagUse says which commands and kinds a flag applies to ("" = all).
 var flagUse = map[string]struct{ commands, kinds string }{
-	"port":       {"endpoint", ""},
-	"force":      {"cleanup", ""},
-	"cwd":        {"wrap run", ""},
-	"no-network": {"", "native"},
-	"ro":         {"", "native"},
-	"rw":         {"", "native"},
-	"env":        {"", "native docker"},
-	"image":      {"", "docker"},
-	"mount":      {"", "docker"},
-	"user":       {"", "docker"},
-	"home":       {"", "docker"},
-	"run-arg":    {"", "docker"},
-	"docker":     {"", "docker"},
+	"port":           {"endpoint", ""},
+	"force":          {"cleanup", ""},
+	"cwd":            {"wrap run", ""},
+	"no-network":     {"", "native"},
+	"allow-host":     {"", "native"},
+	"max-processes":  {"", "native"},
+	"max-write-mb":   {"", "native"},
+	"cpu-ms":         {"", "native"},
+	"max-open-files": {"", "native"},
+	"ro":             {"", "native"},
+	"rw":             {"", "native"},
+	"env":            {"", "native docker"},
+	"image":          {"", "docker"},
+	"mount":          {"", "docker"},
+	"user":           {"", "docker"},
+	"home":           {"", "docker"},
+	"run-arg":        {"", "docker"},
+	"docker":         {"", "docker"},
 }
 
 type listFlag []string
@@ -80,7 +98,8 @@ type cli struct {
 	command, kind, project, id, tasksDir, base, cwd string
 	json, noNetwork, force                          bool
 	port                                            int
-	ro, rw, env, mounts, runArgs                    listFlag
+	ro, rw, env, mounts, runArgs, allowHosts        listFlag
+	limits                                          policy.Limits
 	image, user, home, docker                       string
 	argv                                            []string
 	stdin                                           io.Reader
@@ -146,9 +165,29 @@ func (c *cli) flagSet() *flag.FlagSet {
 	fs.BoolVar(&c.force, "force", false, "cleanup: remove a dirty worktree too (the branch is kept)")
 	fs.StringVar(&c.cwd, "cwd", "", "wrap, run: absolute directory to start in (default the worktree)")
 	fs.BoolVar(&c.noNetwork, "no-network", false, "native: deny network (default allowed)")
+	fs.Var(&c.allowHosts, "allow-host", "native: only this `HOST` (repeatable), through autobox's proxy: example.com, *.example.com, example.com:8443, localhost:PORT")
 	fs.Var(&c.ro, "ro", "native: extra read-only `PATH` (repeatable)")
 	fs.Var(&c.rw, "rw", "native: extra writable `PATH` (repeatable)")
 	fs.Var(&c.env, "env", "native, docker: pass variable `NAME` from this environment (repeatable)")
+	c.limits = DefaultLimits()
+	fs.IntVar(&c.limits.Processes, "max-processes", c.limits.Processes, "native: processes and threads alive at once in the harness's tree (0: no limit)")
+	fs.Func("max-write-mb", fmt.Sprintf("native: `MB` the harness's tree may write to files; one file past it gets EFBIG (default %d; -1: no limit)", c.limits.WriteBytes>>20), func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 || n > policy.ExecMaxMaxWriteMb {
+			return fmt.Errorf("want -1 to %d", policy.ExecMaxMaxWriteMb)
+		}
+		c.limits.WriteBytes = max(-1, n<<20)
+		return nil
+	})
+	fs.Func("cpu-ms", "native: CPU time of the harness's whole tree in `ms` (default 0: no limit)", func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return errors.New("want a number of milliseconds")
+		}
+		c.limits.CPU = time.Duration(n) * time.Millisecond
+		return nil
+	})
+	fs.IntVar(&c.limits.OpenFiles, "max-open-files", c.limits.OpenFiles, "native: open files per process (RLIMIT_NOFILE; 0: inherited)")
 	fs.StringVar(&c.image, "image", "", "docker: image (required)")
 	fs.Var(&c.mounts, "mount", "docker: bind mount `SRC:DST[:ro]` (repeatable)")
 	fs.StringVar(&c.user, "user", "", "docker: --user")
@@ -202,10 +241,11 @@ type runner interface {
 }
 
 func (c *cli) sandbox() (runner, error) {
-	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base}
+	base := Options{Project: c.project, TasksDir: c.tasksDir, Base: c.base, Log: c.stderr}
 	switch Kind(c.kind) {
 	case KindNative:
-		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env})
+		limits := c.limits
+		return NewNative(&NativeOptions{Options: base, NoNetwork: c.noNetwork, AllowHosts: c.allowHosts, ReadOnly: c.ro, ReadWrite: c.rw, Env: c.env, Limits: &limits})
 	case KindDocker:
 		var mounts []Mount
 		for _, m := range c.mounts {
@@ -223,7 +263,7 @@ func (c *cli) sandbox() (runner, error) {
 
 func (c *cli) do(ctx context.Context) (int, error) {
 	if c.command == "list" {
-		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+		w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir, Log: c.stderr})
 		if err != nil {
 			return 0, err
 		}
@@ -306,7 +346,7 @@ func (c *cli) printList(infos []Info) error {
 		switch {
 		case in.Stranded:
 			state = "stranded"
-		case in.Dirty:
+		case in.Dirty || in.Unchecked:
 			state = in.Detail
 		}
 		if in.Running {

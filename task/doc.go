@@ -24,7 +24,13 @@
 // Task ids are checked by ValidateID before they touch a path, a git ref or a container name.
 // Every git command runs with a controlled environment: GIT_* variables of the caller are
 // dropped, and commands that look inside a task worktree pin GIT_DIR, GIT_COMMON_DIR and
-// GIT_WORK_TREE to what autobox recorded when it created the worktree, because a sandboxed
-// harness can rewrite the worktree's .git file and its admin directory, and host git must not
-// read a configuration (core.fsmonitor, hooks) that the sandbox chose.
+// GIT_WORK_TREE to what autobox recorded when it created the worktree.
+//
+// A sandboxed harness (native or docker) can write the worktree's .git file, and a native
+// one its admin directory, which is how git finds the configuration that says what to run
+// (core.fsmonitor, hooks, the pager, aliases). Host git run in the worktree by a person
+// must not run what the harness chose: while the harness runs, the link files are
+// immutable where autobox can make them so; when it has ended, and whenever autobox hands
+// the worktree out, they are restored to what git wrote, and git directories and unfinished
+// operations the harness left are moved into the task's private state (see guard.go).
 package task

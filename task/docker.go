@@ -116,7 +116,9 @@ func (d *Docker) ContainerName(id string) (string, error) {
 	return "autobox-" + filepath.Base(d.projDir) + "-" + id, nil
 }
 
-// Workspace removes a stale container of the task's name, then makes the worktree.
+// Workspace removes a stale container of the task's name, then makes the worktree, or
+// checks it (see secure): the container can write it, .git included, so autobox checks it
+// again whenever it hands it out.
 func (d *Docker) Workspace(ctx context.Context, id string) (string, error) {
 	name, err := d.ContainerName(id)
 	if err != nil {
@@ -125,7 +127,15 @@ func (d *Docker) Workspace(ctx context.Context, id string) (string, error) {
 	if err := d.docker(ctx, "rm", "-f", name); err != nil {
 		return "", err
 	}
-	return d.Worktree.Workspace(ctx, id)
+	rec, err := d.ensure(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	// The caller runs a container with it next, which autobox does not see end.
+	if _, err := d.expose(ctx, id); err != nil {
+		return "", err
+	}
+	return rec.Path, nil
 }
 
 // Wrap returns `docker run -i --rm --name <name> --add-host=host.docker.internal:host-gateway
@@ -221,8 +231,8 @@ func (d *Docker) docker(ctx context.Context, args ...string) error {
 }
 
 // run, holding the task's run lock, makes the workspace (removing a stale container) and
-// runs the wrapped argv. The lock comes first, so a second run cannot remove the container
-// of a running one.
+// runs the wrapped argv, with the worktree's link files pinned until it ends and checked
+// after. The lock comes first, so a second run cannot remove the container of a running one.
 func (d *Docker) run(ctx context.Context, id string, argv []string, o WrapOptions, s stdio) (int, error) {
 	return d.runTracked(ctx, id, argv, o, func() (proc, error) {
 		cwd, err := d.Workspace(ctx, id)
@@ -233,7 +243,7 @@ func (d *Docker) run(ctx context.Context, id string, argv []string, o WrapOption
 			o.Cwd = cwd
 		}
 		o.ID = id
-		return d.start(argv, o, s)
+		return d.guard(ctx, id, func(record) (proc, error) { return d.start(argv, o, s) })
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -17,6 +18,10 @@ type NativeOptions struct {
 	// NoNetwork denies the harness every socket but AF_UNIX and all TCP. The zero value
 	// allows network, because harnesses call their model APIs.
 	NoNetwork bool
+	// AllowHosts narrows the network to these hosts, reached through autobox's proxy
+	// from a network of the harness's own (entries as exec_command's allowHosts). It
+	// needs a network namespace (root); not with NoNetwork.
+	AllowHosts []string
 	// ReadOnly are extra host paths the harness may read and execute (where it is
 	// installed, its configuration). Made canonical.
 	ReadOnly []string
@@ -29,6 +34,17 @@ type NativeOptions struct {
 	// Exe is the autobox binary that Wrap's argv runs and that launches the sandbox;
 	// "" means os.Executable().
 	Exe string
+	// Limits are the harness tree's resource limits (processes, bytes written, CPU
+	// time, open files); nil means exec_command's defaults (DefaultLimits). The
+	// kernel holds the tree to them where it can (rlimits, a pids cgroup), the
+	// watchdog elsewhere; past one the harness is killed (see Native.run).
+	Limits *policy.Limits
+}
+
+// DefaultLimits are exec_command's default limits: 256 processes and threads,
+// 1024 MB written, 1024 open files, no CPU limit.
+func DefaultLimits() policy.Limits {
+	return policy.Limits{Processes: policy.ExecDefaultMaxProcesses, WriteBytes: policy.ExecDefaultMaxWriteMb << 20, OpenFiles: policy.ExecDefaultMaxOpenFiles}
 }
 
 // Native is the native kind: the task's worktree, and the harness running under autobox's
@@ -45,7 +61,8 @@ var _ Sandbox = (*Native)(nil)
 
 // NewNative resolves the project and checks the options. It refuses a repository with
 // extensions.worktreeConfig, whose per-worktree config file lies in the admin directory the
-// sandbox can write: host git would read it.
+// sandbox can write: host git would read it while the harness runs (autobox removes one the
+// harness made when the run ends, for a repository that turns the extension on later).
 func NewNative(opts *NativeOptions) (*Native, error) {
 	var o NativeOptions
 	if opts != nil {
@@ -58,6 +75,14 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	}
 	if _, err := envNames(o.Env); err != nil {
 		return nil, err
+	}
+	if len(o.AllowHosts) > 0 {
+		if o.NoNetwork {
+			return nil, fmt.Errorf("%w: --allow-host and --no-network together", ErrInvalid)
+		}
+		if _, err := policy.ParseAllowHosts("--allow-host", o.AllowHosts); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	w, err := newWorktree(&o.Options, KindNative)
 	if err != nil {
@@ -82,6 +107,13 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	}
 	if wtConfig == "true" {
 		return nil, fmt.Errorf("%w: native kind with extensions.worktreeConfig: the sandbox could write config.worktree, which host git reads", ErrUnsupported)
+	}
+	if o.Limits == nil {
+		l := DefaultLimits()
+		o.Limits = &l
+	}
+	if l := o.Limits; l.Processes < 0 || l.OpenFiles < 0 || l.CPU < 0 {
+		return nil, fmt.Errorf("%w: native limits: processes %d, open files %d, CPU %v: none may be negative", ErrInvalid, l.Processes, l.OpenFiles, l.CPU)
 	}
 	exe := o.Exe
 	if exe == "" {
@@ -122,12 +154,16 @@ func (n *Native) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	if n.o.NoNetwork {
 		out = append(out, "--no-network")
 	}
+	for _, h := range n.o.AllowHosts {
+		out = append(out, "--allow-host", h)
+	}
 	for _, p := range n.o.ReadOnly {
 		out = append(out, "--ro", p)
 	}
 	for _, p := range n.o.ReadWrite {
 		out = append(out, "--rw", p)
 	}
+	out = append(out, limitFlags(n.o.Limits)...)
 	names, err := envNames(n.o.Env, o.Env)
 	if err != nil {
 		return nil, err
@@ -143,7 +179,8 @@ func (n *Native) Wrap(argv []string, o WrapOptions) ([]string, error) {
 }
 
 // Endpoint is on the host's loopback interface, which the sandbox shares. With NoNetwork
-// there is none: TCP is denied.
+// there is none: TCP is denied. With AllowHosts the harness reaches it through the proxy
+// only if the list names localhost:PORT.
 func (n *Native) Endpoint(port int) (string, error) {
 	if n.o.NoNetwork {
 		return "", fmt.Errorf("%w: no host endpoint: the task's network is denied", ErrUnsupported)
@@ -199,4 +236,14 @@ func (n *Native) harnessEnv(ctx context.Context, id string, extra []string) ([]s
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// limitFlags are the `task run` flags that give l to the run Wrap's argv makes.
+func limitFlags(l *policy.Limits) []string {
+	writeMb := int64(-1)
+	if l.WriteBytes >= 0 {
+		writeMb = l.WriteBytes >> 20
+	}
+	return []string{"--max-processes", strconv.Itoa(l.Processes), "--max-write-mb", strconv.FormatInt(writeMb, 10),
+		"--cpu-ms", strconv.FormatInt(l.CPU.Milliseconds(), 10), "--max-open-files", strconv.Itoa(l.OpenFiles)}
 }

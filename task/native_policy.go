@@ -43,13 +43,17 @@ var harnessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rando
 //   - G/objects/xx: it can delete or rewrite existing loose objects, which can corrupt
 //     the repository's history (data only: no object is executed). G/objects/pack and
 //     G/objects/info (alternates) stay unwritable.
-//   - the admin directory: it can rewrite its commondir, gitdir and HEAD files. Host git
-//     never trusts them: autobox pins GIT_DIR/GIT_COMMON_DIR/GIT_WORK_TREE (see pinned),
-//     and removes the worktree itself instead of through them. NewNative refuses
-//     repositories with extensions.worktreeConfig, whose config.worktree would live there.
+//   - the admin directory: it can rewrite its HEAD and index, and (unless they are pinned,
+//     see pin) its commondir and gitdir files, as it can the worktree's .git file. autobox's
+//     own git commands never trust them: they pin GIT_DIR/GIT_COMMON_DIR/GIT_WORK_TREE (see
+//     pinned), and autobox removes the worktree itself instead of through them. For host
+//     git run by a person, autobox restores them after the run and moves away the git
+//     directories and unfinished operations the harness left (see secure). NewNative
+//     refuses repositories with extensions.worktreeConfig, whose config.worktree would
+//     live there.
 //
-// G/hooks, G/config, G/info, G/packed-refs and the main checkout are read-only, so
-// nothing the harness writes runs on the host through git.
+// G/hooks, G/config, G/info, G/packed-refs and the main checkout are read-only. With the
+// checks after each run, nothing the harness writes runs on the host through git.
 func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 	g := n.repo.common
 	p := n.paths(rec.ID)
@@ -112,7 +116,7 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 		}
 	}
 	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices,
-		AllowNetwork: !n.o.NoNetwork, AllowExec: true}, nil
+		AllowNetwork: !n.o.NoNetwork, PrivateNetwork: len(n.o.AllowHosts) > 0, AllowExec: true}, nil
 }
 
 // alternates are the canonical object directories objects/info/alternates borrows from;

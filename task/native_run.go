@@ -6,19 +6,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/proxy"
 )
 
 // run, holding the task's run lock, makes the workspace and runs argv in the sandbox.
+// The worktree's link files are pinned while the harness runs, and the worktree is checked
+// once it has ended (see secure), however it ended.
 func (n *Native) run(ctx context.Context, id string, argv []string, o WrapOptions, s stdio) (int, error) {
 	return n.runTracked(ctx, id, argv, o, func() (proc, error) {
-		rec, err := n.ensure(ctx, id)
-		if err != nil {
+		if _, err := n.ensure(ctx, id); err != nil {
 			return nil, err
 		}
-		return n.start(ctx, rec, argv, o, s)
+		return n.Worktree.guard(ctx, id, func(rec record) (proc, error) { return n.start(ctx, rec, argv, o, s) })
 	})
 }
 
@@ -37,7 +43,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 	if cwd == "" {
 		cwd = rec.Path
 	}
-	jp := &jailProc{}
+	jp := &jailProc{stderr: s.err}
 	stdout, err := jp.file(s.out)
 	if err != nil {
 		return nil, err
@@ -47,16 +53,24 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		jp.closeWriters()
 		return nil, err
 	}
-	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol}
+	spec := &jail.Spec{Argv: argv, Dir: cwd, Env: env, Sandbox: *pol, Limits: n.o.Limits}
+	if pol.PrivateNetwork {
+		if err := jp.startProxy(ctx, n, spec); err != nil {
+			jp.closeWriters()
+			return nil, err
+		}
+	}
 	jp.tree, err = jail.Start(n.exe, spec, stdout, stderr)
 	jp.closeWriters() // the launcher has its copies; the copiers end when the tree exits
 	if err != nil {
+		jp.closeProxy()
 		jp.copies.Wait()
 		if errors.Is(err, jail.ErrUnsupported) {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 		return nil, fmt.Errorf("starting task %s in its sandbox: %w", rec.ID, err)
 	}
+	jp.watchLimits(n.o.Limits)
 	return jp, nil
 }
 
@@ -64,9 +78,14 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 // copier, since the launcher hands the command real file descriptors.
 type jailProc struct {
 	tree    *jail.Tree
-	writers []*os.File // our copies of pipe write ends, closed once the launcher has started
+	watch   *watchdog.Watch // the limits the kernel does not hold the tree to
+	breach  chan string     // the kill reason, once
+	writers []*os.File      // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
-	mu      sync.Mutex // serialises the copiers: stdout and stderr may be one writer
+	mu      sync.Mutex   // serialises the copiers: stdout and stderr may be one writer
+	stderr  io.Writer    // the run's stderr, for what the proxy refused
+	proxy   *proxy.Proxy // with AllowHosts: the run's proxy and its call
+	call    *proxy.Call
 }
 
 type lockedWriter struct {
@@ -108,10 +127,62 @@ func (j *jailProc) closeWriters() {
 	j.writers = nil
 }
 
+// startProxy gives a harness with an allowlist its proxy, in this process, for
+// the run (see package proxy): the launcher hands it the harness's connections.
+func (j *jailProc) startProxy(ctx context.Context, n *Native, spec *jail.Spec) error {
+	hosts, err := policy.ParseAllowHosts("--allow-host", n.o.AllowHosts)
+	if err != nil {
+		return err
+	}
+	if j.proxy, err = proxy.New(os.TempDir()); err != nil {
+		return fmt.Errorf("starting the network proxy: %w", err)
+	}
+	if j.call, err = j.proxy.Register(ctx, hosts); err != nil {
+		j.proxy.Close()
+		return err
+	}
+	hp := "127.0.0.1:" + strconv.Itoa(jail.ProxyPort)
+	spec.ProxySocket, spec.ProxyToken, spec.Sandbox.ProxyPort = j.proxy.Socket(), j.call.Token(), jail.ProxyPort
+	spec.Sandbox.ReadOnly = append(spec.Sandbox.ReadOnly, n.exe) // ssh's proxy command
+	spec.Env = append(spec.Env, proxy.Env(n.exe, "http://"+hp, "socks5h://"+hp)...)
+	return nil
+}
+
+// closeProxy ends the run's proxy, if any, and returns what it recorded.
+func (j *jailProc) closeProxy() proxy.Record {
+	if j.proxy == nil {
+		return proxy.Record{}
+	}
+	rec := j.call.Close()
+	j.proxy.Close()
+	return rec
+}
+
 func (j *jailProc) wait() (int, error) {
 	res, err := j.tree.Wait()
+	j.watch.Stop()
 	j.copies.Wait()
+	if j.proxy != nil {
+		for _, name := range res.Lookups {
+			j.call.Deny(proxy.LookupDenial(name))
+		}
+		// The run's output is the harness's own: what the proxy refused is said
+		// after it, on its stderr.
+		if block := j.closeProxy().DeniedBlock(); block != "" && j.stderr != nil {
+			io.WriteString(j.stderr, block)
+		}
+	}
+	var reason string
+	select {
+	case reason = <-j.breach:
+	default:
+	}
 	switch {
+	case reason != "":
+		if j.stderr != nil {
+			fmt.Fprintf(j.stderr, "autobox task run: %s\n", reason)
+		}
+		return limitCode(reason), nil
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
 	case !res.Started:
@@ -123,3 +194,28 @@ func (j *jailProc) wait() (int, error) {
 }
 
 func (j *jailProc) kill() { j.tree.Kill() }
+
+// taskNames are the limits' names in `task run`'s texts: its flags.
+var taskNames = watchdog.Names{Processes: "--max-processes", Written: "--max-write-mb", CPU: "--cpu-ms"}
+
+// watchLimits starts the watchdog that kills the tree past a limit of l the
+// kernel does not hold it to (see package watchdog); wait tells the reason.
+func (j *jailProc) watchLimits(l *policy.Limits) {
+	j.breach = make(chan string, 1)
+	wl := watchdog.Limits{Processes: l.Processes, Written: l.WriteBytes, CPU: l.CPU}
+	j.watch = watchdog.Start(j.tree.Pid(), wl, watchdog.Options{ExcludeRoot: true, Kernel: j.tree}, func(b watchdog.Breach) {
+		j.breach <- b.Reason(wl, taskNames)
+		go j.tree.Kill() // not on the watchdog's own goroutine: Kill waits for the tree
+	})
+}
+
+// limitCode is run's exit status for a kill at a limit.
+func limitCode(reason string) int {
+	switch {
+	case strings.HasPrefix(reason, "cpu"):
+		return exitCPU
+	case strings.HasPrefix(reason, "disk"):
+		return exitDisk
+	}
+	return exitProcesses
+}

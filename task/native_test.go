@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,5 +308,61 @@ func TestNativeWrapGolden(t *testing.T) {
 	}
 	if after := readTree(t, tasks); !slices.Equal(before, after) {
 		t.Fatalf("Wrap changed the tasks directory: %v -> %v", before, after)
+	}
+}
+
+// TestNativeLimits: the harness's tree is held to its limits as exec_command's is:
+// a fork past --max-processes fails with EAGAIN (where the host gives the tree a
+// pids cgroup), one file past --max-write-mb with EFBIG, and writes past it in all
+// kill the harness with the reason and its own exit status; just under each, the
+// harness runs to its end.
+func TestNativeLimits(t *testing.T) {
+	root, tasks := newRepo(t), tasksDir(t)
+	n := newNative(t, root, tasks, &NativeOptions{Limits: &policy.Limits{Processes: 10, WriteBytes: 8 << 20, OpenFiles: 64}})
+	code, out := runScript(t, n, "lim", `ulimit -n; dd if=/dev/zero of=one bs=1M count=9 status=none; echo dd=$?`)
+	if code != 0 || !strings.HasPrefix(out, "64\n") || !strings.Contains(out, "File too large") || !strings.Contains(out, "dd=1") {
+		t.Errorf("open files and one file past the write limit: status %d\n%s", code, out)
+	}
+	code, out = runScript(t, n, "lim", `for i in 1 2 3 4; do dd if=/dev/zero of=f$i bs=1M count=3 status=none; sleep 0.05; done; echo wrote`)
+	if code != exitDisk || !strings.Contains(out, "autobox task run: disk limit exceeded (") || !strings.Contains(out, "> --max-write-mb 8; watchdog)") || strings.Contains(out, "wrote") {
+		t.Errorf("12 MB past --max-write-mb 8: status %d\n%s", code, out)
+	}
+	if code, out = runScript(t, n, "lim", `for i in $(seq 8); do sleep 0.2 & done; wait; echo done`); code != 0 || out != "done\n" {
+		t.Errorf("8 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+	// dash says "Cannot fork" for EAGAIN; where no pids cgroup refuses, the
+	// watchdog kills instead.
+	code, out = runScript(t, n, "lim", `for i in $(seq 12); do sleep 1 & done; wait; echo done`)
+	if !(code == 2 && strings.Contains(out, "Cannot fork")) && code != exitProcesses {
+		t.Errorf("12 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+}
+
+// TestNativeAllowHosts: with --allow-host the harness reaches the listed hosts
+// through the proxy and nothing else: not the host's loopback directly, not a
+// port the list does not name; a failed run's stderr says what was refused.
+func TestNativeAllowHosts(t *testing.T) {
+	if !jail.Isolations().PrivateNetwork {
+		t.Skip("--allow-host needs a network namespace for the harness: root")
+	}
+	root, tasks := newRepo(t), tasksDir(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "through the proxy") }))
+	defer srv.Close()
+	hp := strings.TrimPrefix(srv.URL, "http://")
+	_, port, _ := net.SplitHostPort(hp)
+	n := newNative(t, root, tasks, &NativeOptions{AllowHosts: []string{hp}})
+	if code, out := runScript(t, n, "net", "curl -sS "+srv.URL+"/"); code != 0 || out != "through the proxy" {
+		t.Fatalf("an allowed host: exit %d: %s", code, out)
+	}
+	direct := `exec /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `'`
+	if code, out := runScript(t, n, "net", direct); code == 0 {
+		t.Fatalf("the host's loopback, around the proxy: exit 0: %s", out)
+	}
+	code, out := runScript(t, n, "net", "curl -sSf http://127.0.0.1:1/")
+	if code == 0 || !strings.Contains(out, "[autobox: network denied:") || !strings.Contains(out, "127.0.0.1:1 (port 1 not allowed)") {
+		t.Fatalf("a port not in the list: exit %d: %s", code, out)
+	}
+	if _, err := NewNative(&NativeOptions{Options: Options{Project: root, TasksDir: tasks}, AllowHosts: []string{"*:443"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bad entry: %v", err)
 	}
 }

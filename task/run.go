@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -113,4 +114,34 @@ func waitUnlocked(ctx context.Context, lock string, d time.Duration) bool {
 		time.Sleep(pollEvery)
 	}
 	return true
+}
+
+// guard starts a sandboxed harness with start, between marking the task's worktree for a
+// check (expose) and pinning its link files, and checking it when the harness has ended,
+// or at once if it did not start.
+func (w *Worktree) guard(ctx context.Context, id string, start func(record) (proc, error)) (proc, error) {
+	rec, err := w.expose(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pin(rec)
+	pr, err := start(rec)
+	if err != nil {
+		w.afterRun(id)
+		return nil, err
+	}
+	return &guardedProc{proc: pr, after: func() { w.afterRun(id) }}, nil
+}
+
+// guardedProc runs after once the harness has ended, before wait returns.
+type guardedProc struct {
+	proc
+	after func()
+	once  sync.Once
+}
+
+func (g *guardedProc) wait() (int, error) {
+	code, err := g.proc.wait()
+	g.once.Do(g.after)
+	return code, err
 }

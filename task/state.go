@@ -58,8 +58,8 @@ func projectSlug(root string) string {
 }
 
 // record is what autobox knows of a task, kept outside the worktree where no sandbox can
-// write it. Admin is the worktree's admin directory in the repository, read from git right
-// after the worktree was made (before any harness ran in it).
+// write it. Admin is the worktree's admin directory in the repository and Links its link
+// files, read from git right after the worktree was made (before any harness ran in it).
 type record struct {
 	ID     string `json:"id"`
 	Kind   Kind   `json:"kind"`
@@ -67,6 +67,13 @@ type record struct {
 	Path   string `json:"path"`
 	Branch string `json:"branch"`
 	Admin  string `json:"admin"`
+	Links  *links `json:"links,omitempty"`
+	// Sandboxed is set once a sandboxed harness (native or docker kind) could write the
+	// worktree: from then on autobox checks the worktree (secure) before it hands it out.
+	Sandboxed bool `json:"sandboxed,omitempty"`
+	// Unchecked is set while a sandbox may have written the worktree since autobox last
+	// looked for git directories and unfinished operations in it.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 func readRecord(path string) (record, error) {
@@ -78,21 +85,41 @@ func readRecord(path string) (record, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("task record %s: %w", path, err)
 	}
+	if r.Links == nil {
+		// Written before autobox kept links: a native or docker task may have been
+		// changed by its harness, and nobody has checked it.
+		r.Links = canonicalLinks(r)
+		if r.Kind != KindWorktree {
+			r.Sandboxed, r.Unchecked = true, true
+		}
+	}
 	return r, nil
 }
 
-// writeJSON replaces path atomically: temp file in the same directory, fsync, rename.
+// writeJSON replaces path atomically with v as JSON (writeFileAtomic).
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := writeFileAtomic(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	return nil
+}
+
+// writeFileAtomic replaces path: temp file in the same directory, fsync, rename. Readers
+// see the old file or the new one, and the new one is a new inode.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
 	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -104,9 +131,8 @@ func writeJSON(path string, v any) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	return err
 }
 
 // isEmptyDir reports whether path is a directory with no entries.

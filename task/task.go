@@ -81,6 +81,9 @@ var (
 	ErrRunning = errors.New("task is already running")
 	// ErrInvalid: an option or argument is malformed (port, env name, mount, path).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrTampered: a sandbox changed the task's worktree in a way that host git would act
+	// on, and autobox could not undo it. The worktree is not handed out.
+	ErrTampered = errors.New("task worktree tampered with")
 )
 
 // MaxIDLength bounds task ids, which become path components, branch names and container names.

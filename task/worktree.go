@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,6 +24,9 @@ type Options struct {
 	// Base is the commit-ish a new task branch starts from; "" means HEAD. An existing
 	// branch autobox/<id> is reused as it is, whatever Base says.
 	Base string
+	// Log gets a line for each thing autobox restored or moved away in a task worktree
+	// that a sandbox had changed (see secure); nil discards them.
+	Log io.Writer
 }
 
 // Worktree is the worktree kind: a git worktree per task on branch autobox/<id>, with the
@@ -33,6 +37,7 @@ type Worktree struct {
 	projDir  string // tasksDir/<slug>
 	base     string
 	kind     Kind // recorded in task.json by Workspace
+	log      io.Writer
 }
 
 var _ Sandbox = (*Worktree)(nil)
@@ -69,7 +74,7 @@ func newWorktree(opts *Options, kind Kind) (*Worktree, error) {
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
 		return nil, fmt.Errorf("tasks directory: %w", err)
 	}
-	return &Worktree{repo: r, tasksDir: dir, projDir: filepath.Join(dir, projectSlug(r.root)), base: o.Base, kind: kind}, nil
+	return &Worktree{repo: r, tasksDir: dir, projDir: filepath.Join(dir, projectSlug(r.root)), base: o.Base, kind: kind, log: o.Log}, nil
 }
 
 // Root is the canonical top level of the project's working tree.
@@ -121,13 +126,14 @@ func (w *Worktree) Workspace(ctx context.Context, id string) (string, error) {
 	return rec.Path, err
 }
 
-// ensure is Workspace returning the task's record.
+// ensure is Workspace returning the task's record. An existing worktree is checked
+// (secure) first: a tampered one is restored, or refused with ErrTampered.
 func (w *Worktree) ensure(ctx context.Context, id string) (rec record, err error) {
 	if err := ValidateID(id); err != nil {
 		return rec, err
 	}
 	err = w.withLock(ctx, func() error {
-		if _, err := git(ctx, w.repo.root, nil, "worktree", "prune"); err != nil {
+		if err := w.prune(ctx); err != nil {
 			return err
 		}
 		var st taskState
@@ -136,8 +142,13 @@ func (w *Worktree) ensure(ctx context.Context, id string) (rec record, err error
 		case err != nil:
 			return err
 		case st == stateOK:
-			if rec.Kind != w.kind {
-				rec.Kind = w.kind
+			before := rec
+			rec.Kind = w.kind
+			rec.Sandboxed = rec.Sandboxed || w.kind != KindWorktree
+			if err := w.secure(&rec); err != nil {
+				return err
+			}
+			if rec != before {
 				return w.save(rec)
 			}
 			return nil
@@ -146,6 +157,47 @@ func (w *Worktree) ensure(ctx context.Context, id string) (rec record, err error
 		return err
 	})
 	return rec, err
+}
+
+// prune drops registrations of worktrees that are gone, once the link files it reads are
+// the ones git wrote (restoreAllLinks).
+func (w *Worktree) prune(ctx context.Context) error {
+	if err := w.restoreAllLinks(); err != nil {
+		return err
+	}
+	_, err := git(ctx, w.repo.root, nil, "worktree", "prune")
+	return err
+}
+
+// expose records, before a sandbox gets the worktree of task id, that autobox must check
+// it again (see secure), and returns the record.
+func (w *Worktree) expose(ctx context.Context, id string) (rec record, err error) {
+	err = w.withLock(ctx, func() error {
+		if rec, err = readRecord(w.paths(id).record); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		rec.Sandboxed, rec.Unchecked = true, true
+		return w.save(rec)
+	})
+	return rec, err
+}
+
+// afterRun checks the worktree of task id once its sandboxed harness has ended, and says
+// on Options.Log what it restored or moved away. It runs while `autobox task run` still
+// holds the run lock, without the project lock: a Cleanup holding that lock waits for the
+// run to end before it touches the worktree, and a Workspace meanwhile sees the run and
+// only restores link files, as this does.
+func (w *Worktree) afterRun(id string) {
+	rec, err := readRecord(w.paths(id).record)
+	if err == nil {
+		before := rec
+		if err = w.secure(&rec); err == nil && rec != before {
+			err = w.save(rec)
+		}
+	}
+	if err != nil {
+		w.notef(id, "checking the worktree after the run: %v", err)
+	}
 }
 
 func (w *Worktree) create(ctx context.Context, id string) (record, error) {
@@ -182,7 +234,12 @@ func (w *Worktree) create(ctx context.Context, id string) (record, error) {
 	if !w.isAdminDir(admin) {
 		return record{}, fmt.Errorf("task %s: git put its admin directory at %s, outside %s/worktrees", id, admin, w.repo.common)
 	}
-	rec := record{ID: id, Kind: w.kind, Root: w.repo.root, Path: p.worktree, Branch: branch, Admin: admin}
+	l, err := readLinks(p.worktree, admin)
+	if err != nil {
+		return record{}, fmt.Errorf("task %s: %w", id, err)
+	}
+	rec := record{ID: id, Kind: w.kind, Root: w.repo.root, Path: p.worktree, Branch: branch, Admin: admin,
+		Links: l, Sandboxed: w.kind != KindWorktree}
 	return rec, w.save(rec)
 }
 
@@ -225,7 +282,9 @@ func (w *Worktree) inspect(ctx context.Context, id string) (record, taskState, e
 		return rec, stateMissing, nil
 	}
 	dotgit := filepath.Join(p.worktree, ".git")
-	if rec.Path == p.worktree && w.isAdminDir(rec.Admin) && fileExists(rec.Admin) && fileExists(dotgit) {
+	// With a record, the worktree's own .git is not needed: a harness may have removed
+	// it, and secure puts it back.
+	if fi.IsDir() && rec.Path == p.worktree && w.isAdminDir(rec.Admin) && isDir(rec.Admin) {
 		return rec, stateOK, nil
 	}
 	// No usable record: look for the registration git keeps for this path.
@@ -236,7 +295,10 @@ func (w *Worktree) inspect(ctx context.Context, id string) (record, taskState, e
 	if admin == "" {
 		return rec, stateMissing, w.stranded(id, p.worktree)
 	}
-	rec = record{ID: id, Kind: w.kind, Root: w.repo.root, Path: p.worktree, Branch: Branch(id), Admin: admin}
+	// Nobody knows what ran in it: it is checked as if a sandbox had had it.
+	rec = record{ID: id, Kind: w.kind, Root: w.repo.root, Path: p.worktree, Branch: Branch(id), Admin: admin,
+		Sandboxed: true, Unchecked: true}
+	rec.Links = canonicalLinks(rec)
 	return rec, stateOK, w.save(rec)
 }
 
@@ -337,7 +399,7 @@ func (w *Worktree) remove(ctx context.Context, id string, force bool, stop func(
 	}
 	p := w.paths(id)
 	err = w.withLock(ctx, func() error {
-		if _, err := git(ctx, w.repo.root, nil, "worktree", "prune"); err != nil {
+		if err := w.prune(ctx); err != nil {
 			return err
 		}
 		rec, st, err := w.inspect(ctx, id)
@@ -350,6 +412,17 @@ func (w *Worktree) remove(ctx context.Context, id string, force bool, stop func(
 			}
 			return removeAll(p.worktree, p.state)
 		}
+		// What is kept must be safe for host git, and the status below must not read a
+		// configuration the harness wrote.
+		before := rec
+		if err := w.secure(&rec); err != nil {
+			return err
+		}
+		if rec != before {
+			if err := w.save(rec); err != nil {
+				return err
+			}
+		}
 		n, err := dirtyCount(ctx, w.repo.common, rec.Admin, p.worktree)
 		if err != nil {
 			return err
@@ -360,6 +433,10 @@ func (w *Worktree) remove(ctx context.Context, id string, force bool, stop func(
 			return nil
 		}
 		if err := stop(); err != nil {
+			return err
+		}
+		// A run killed by stop may have left its pins.
+		if err := unpin(rec); err != nil {
 			return err
 		}
 		if err := removeAll(p.worktree, rec.Admin); err != nil {

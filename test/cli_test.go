@@ -219,6 +219,14 @@ func TestCLIExec(t *testing.T) {
 	h.want(h.run("", "exec", "--", "sh", "-c", "kill -SEGV $$"), 128+11, "", "")
 	h.want(h.run("", "exec", "--memory", "1", "true"), 125, "", "invalid argument: --memory must be between 16 and 2048, got 1")
 	h.want(h.run("", "exec", "--cwd", "/nonexistent", "true"), 125, "", "cwd")
+	// Limits beyond time and memory: each kill has its exit status and reason,
+	// and errors name the flags.
+	h.want(h.run("", "exec", "--max-processes", "20", "--timeout", "20s", "--", "bash", "-c", ":(){ :|:& };:; sleep 15"), 154, "", "process limit exceeded (")
+	h.want(h.run("", "exec", "--max-write-mb", "10", "--timeout", "10s", "--", "sh", "-c", "for i in 1 2 3 4; do dd if=/dev/zero of=f$i bs=1M count=4 status=none; sleep 0.05; done"), 153, "", "disk limit exceeded (")
+	h.want(h.run("", "exec", "--cpu", "200", "--timeout", "10s", "--", "sh", "-c", "while :; do :; done"), 152, "", "ms CPU > --cpu 200; watchdog)\n")
+	h.want(h.run("", "exec", "--max-open-files", "70", "--", "sh", "-c", "ulimit -n"), 0, "70\n", "")
+	h.want(h.run("", "exec", "--max-processes", "0", "true"), 125, "", "invalid argument: --max-processes must be between 1 and 4096, got 0")
+	h.want(h.run("", "exec", "--cpu", "2000000", "true"), 125, "", "invalid argument: --cpu must be between 0 and 1000000, got 2000000")
 
 	// The sandbox: a file outside the mounts is unreadable; mounted, it reads.
 	secret := filepath.Join(h.dir, "secret")
@@ -336,6 +344,7 @@ func TestCLIBatch(t *testing.T) {
 		`{"id": 10, "tool": "execute_js", "arguments": {"code": "1", "colour": "blue"}}`,
 		`{"id": 11, "tool": "copy_then_sync", "arguments": {"action": "status"}}`,
 		`{"id": 12, "tool": "execute_js", "arguments": {"code": "await new Promise(r => setTimeout(() => r('last'), 50))"}}`,
+		`{"id": 13, "tool": "exec_command", "arguments": {"command": ["sh", "-c", "while :; do :; done"], "cpuMs": 200, "timeoutMs": 10000}}`,
 	}, "\n") + "\n"
 	r := h.run(input, "batch", "--jobs", "2")
 	type line struct {
@@ -361,6 +370,7 @@ func TestCLIBatch(t *testing.T) {
 		{10.0, false, `unknown field "colour"`},
 		{11.0, false, "status needs workspaceId"},
 		{12.0, true, `"last"`},
+		{13.0, false, `"killed":true,"durationMs"`},
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != len(want) {
@@ -379,7 +389,10 @@ func TestCLIBatch(t *testing.T) {
 		}
 	}
 	// The summary is the last line on stderr; no progress bar when it is not a terminal.
-	if r.code != 1 || !strings.HasSuffix(r.stderr, "4 passed, 8 failed\n") || strings.ContainsAny(r.stderr, "\r\x1b") {
+	if !strings.Contains(lines[12], `"stderr":"cpu limit exceeded (`) || !strings.Contains(lines[12], `"usage":{"cpuMs":`) {
+		t.Errorf("a batch line killed at its CPU limit: %s", lines[12])
+	}
+	if r.code != 1 || !strings.HasSuffix(r.stderr, "4 passed, 9 failed\n") || strings.ContainsAny(r.stderr, "\r\x1b") {
 		t.Errorf("summary: %s", r)
 	}
 

@@ -21,6 +21,7 @@ func TestImportDirection(t *testing.T) {
 		mod + "cli":         {mod + "cmd/autobox"},
 		mod + "worker":      {mod + "cmd/autobox", mod + "test/bench"},
 		mod + "test/probe":  {},
+		mod + "proxy":       {mod + "supervisor", mod + "task", mod + "cmd/autobox"},
 		mod + "cmd/autobox": {},
 	}
 	checked := 0

@@ -224,15 +224,19 @@ func TestToolSchemas(t *testing.T) {
 	}
 	// Bounds and defaults as the README states them.
 	for path, want := range map[string][3]float64{
-		"execute_js/timeoutMs":     {800, 1, 10000},
-		"execute_js/memoryMb":      {32, 8, 512},
-		"execute_js/maxReadBytes":  {1000000, 0, 50000000},
-		"execute_js/maxWriteBytes": {1000000, 0, 50000000},
-		"exec_command/timeoutMs":   {1500, 1, 3600000}, // 30000 but in a session
-		"exec_command/memoryMb":    {256, 16, 2048},
-		"exec_command/rows":        {24, 1, 500},
-		"exec_command/cols":        {80, 1, 1000},
-		"exec_session/yieldMs":     {1000, 0, 30000},
+		"execute_js/timeoutMs":      {800, 1, 10000},
+		"execute_js/memoryMb":       {32, 8, 512},
+		"execute_js/maxReadBytes":   {1000000, 0, 50000000},
+		"execute_js/maxWriteBytes":  {1000000, 0, 50000000},
+		"exec_command/timeoutMs":    {1500, 1, 3600000}, // 30000 but in a session
+		"exec_command/memoryMb":     {256, 16, 2048},
+		"exec_command/maxProcesses": {256, 1, 4096},
+		"exec_command/maxWriteMb":   {1024, 0, 65536},
+		"exec_command/cpuMs":        {0, 0, 1000000},
+		"exec_command/maxOpenFiles": {1024, 64, 65536},
+		"exec_command/rows":         {24, 1, 500},
+		"exec_command/cols":         {80, 1, 1000},
+		"exec_session/yieldMs":      {1000, 0, 30000},
 	} {
 		p := schemaAt(tools, path)
 		if got := [3]any{p["default"], p["minimum"], p["maximum"]}; got != [3]any{want[0], want[1], want[2]} {
@@ -312,14 +316,17 @@ func schemaAt(tools []map[string]any, path string) map[string]any {
 func TestSchemaValidatorIsStrict(t *testing.T) {
 	s := start(t)
 	exec, js := s.schemas["exec_command"], s.schemas["execute_js"]
-	ok := `{"stdout":"","stderr":"","exitCode":0,"killed":false,"durationMs":1.5}`
+	usage := `"usage":{"cpuMs":1.5,"maxRssMb":2,"processes":1,"writtenMb":0}`
+	ok := `{"stdout":"","stderr":"","exitCode":0,"killed":false,"durationMs":1.5,` + usage + `}`
 	for _, c := range []struct {
 		rs    *jsonschema.Resolved
 		doc   string
 		valid bool
 	}{
 		{exec, ok, true},
-		{exec, `{"stdout":"","stderr":"","exitCode":null,"killed":false,"durationMs":0,"error":"no"}`, true},
+		{exec, `{"stdout":"","stderr":"","exitCode":null,"killed":false,"durationMs":0,"error":"no",` + usage + `}`, true},
+		{exec, `{"stdout":"","stderr":"","exitCode":0,"killed":false,"durationMs":1.5}`, false},
+		{exec, `{"stdout":"","stderr":"","exitCode":0,"killed":false,"durationMs":1.5,"usage":{"cpuMs":1}}`, false},
 		{exec, `{"stdout":"","stderr":"","exitCode":0,"killed":false,"durationMs":1,"extra":1}`, false},
 		{exec, `{"stdout":"","stderr":"","exitCode":0,"durationMs":1}`, false},
 		{exec, `{"stdout":"","stderr":"","exitCode":1.5,"killed":false,"durationMs":1}`, false},
@@ -355,12 +362,12 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 	}{
 		{"execute_js", map[string]any{"code": 5}, "invalid arguments: code: want a string, got number"},
 		{"execute_js", map[string]any{"code": "1", "timeoutMs": 0}, "invalid argument: timeoutMs must be between 1 and 10000, got 0"},
-		{"execute_js", map[string]any{"code": "1", "colour": "red"}, `invalid arguments: unknown field "colour" (execute_js takes code, timeoutMs, memoryMb, allowNetwork, mounts, maxReadBytes, maxWriteBytes)`},
+		{"execute_js", map[string]any{"code": "1", "colour": "red"}, `invalid arguments: unknown field "colour" (execute_js takes code, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, maxReadBytes, maxWriteBytes)`},
 		{"execute_js", map[string]any{"code": "1", "mounts": []any{map[string]any{"hostPath": "/tmp", "sandboxPath": "/mnt/t", "rw": true}}}, `invalid arguments: mounts[0]: unknown field "rw" (the fields are hostPath, sandboxPath, mode, workspaceId)`},
 		{"execute_js", map[string]any{"code": "1", "mounts": []any{map[string]any{"hostPath": "/tmp"}, map[string]any{"sandboxPath": 5}}}, "invalid arguments: mounts[1].sandboxPath: want a string, got number"},
 		{"execute_js", []any{"1"}, "invalid arguments: the arguments must be an object, not array"},
 		{"exec_command", map[string]any{"command": "ls"}, "invalid arguments: command: want an array, got string"},
-		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, mounts, cwd, yieldMs, tty, rows, cols)`},
+		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, cwd, maxProcesses, maxWriteMb, cpuMs, maxOpenFiles, yieldMs, tty, rows, cols)`},
 		{"exec_command", map[string]any{"command": []string{"true"}, "memoryMb": 1}, "invalid argument: memoryMb must be between 16 and 2048, got 1"},
 		{"exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 2.5}, "invalid arguments: timeoutMs: want an integer, got number 2.5"},
 		{"copy_then_sync", map[string]any{"action": 1}, "invalid arguments: action: want a string, got number"},

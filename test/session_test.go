@@ -386,6 +386,14 @@ func TestSessionReachableFromAnotherCall(t *testing.T) {
 	if d, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", url}, "timeoutMs": 5000}); d.code() == 0 {
 		t.Errorf("curl without allowNetwork reached the session's server: %+v", d)
 	}
+	// Or the second call names it in its host allowlist (through the proxy).
+	byName := "http://localhost:" + port + "/"
+	if h, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", byName}, "allowHosts": []string{"localhost:" + port}, "timeoutMs": 5000}); h.Stdout != "hello from the session\n" {
+		t.Errorf("curl with allowHosts localhost:%s: %+v", port, h)
+	}
+	if h, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", byName}, "allowHosts": []string{"localhost:1"}, "timeoutMs": 5000}); strings.Contains(h.Stdout, "hello") || !strings.Contains(h.Stdout+h.Stderr, "denied") {
+		t.Errorf("curl with allowHosts of another port: %+v", h)
+	}
 	c, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 	if !strings.Contains(c.Stderr, "GET / HTTP") {
 		t.Errorf("the server's log: %+v", c)

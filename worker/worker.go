@@ -98,6 +98,7 @@ func serve() int {
 	if err != nil || msg.Type != proto.TypeRun || msg.Run == nil {
 		return 0 // the supervisor went away or retired this worker
 	}
+	capCPU(msg.Run.TimeoutMs)
 	res := w.run(msg.Run)
 	if err := proto.Write(out, &proto.Message{Type: proto.TypeResult, Result: res}); err != nil {
 		return 75
@@ -129,13 +130,19 @@ func probe(paths []string) *proto.Result {
 	return res
 }
 
-// heapFlags are the V8 flags for a heap of memoryMb.
+// heapFlags are the V8 flags for a heap of memoryMb, and for a call that does all
+// its work on one thread: V8's platform starts a pool of worker threads sized by
+// the machine's CPUs before autobox can size it (v8go makes the platform at package
+// init), so --single-threaded keeps V8 from giving those threads any work
+// (concurrent compilation, marking, parallel scavenges). A call then uses at most
+// one CPU, whatever the machine, and its CPU time cap (cpucap.go) means time.
 func heapFlags(memoryMb int) []string {
 	semi := memoryMb / 32
 	if semi < 1 {
 		semi = 1
 	}
 	return []string{
+		"--single-threaded",
 		fmt.Sprintf("--max-old-space-size=%d", memoryMb),
 		fmt.Sprintf("--max-semi-space-size=%d", semi),
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/seatbelt"
 	"github.com/autobox-dev/autobox/supervisor"
 	"github.com/autobox-dev/autobox/task"
 	"github.com/autobox-dev/autobox/worker"
@@ -53,6 +55,8 @@ Serve flags:
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
   --max-sessions N        exec_command sessions (yieldMs) open at once (default 16)
   --session-idle D        end a session no call has named for D (default 10m)
+  --allow-host H          every call's network is these hosts (repeatable): the default
+                          and the ceiling of a call's allowHosts
   --cpuprofile FILE       write a CPU profile of the server (development)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
@@ -82,6 +86,10 @@ func main() {
 			worker.Main(args[2:])
 		case "exec":
 			jail.LauncherMain()
+		case seatbelt.LimitsRole: // macOS: a command's rlimits, then sandbox-exec
+			seatbelt.LimitsMain(args[2:])
+		case "connect":
+			os.Exit(proxy.ConnectMain(args[2:]))
 		}
 		fmt.Fprintf(os.Stderr, "autobox worker: unknown role %q\n", args[1])
 		os.Exit(2)

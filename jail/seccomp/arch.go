@@ -48,7 +48,7 @@ var AMD64 = &Arch{Name: "x86_64", AuditArch: AuditArchX86_64, X32: true, nr: map
 	"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
 	"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
 	"fsmount": 432, "fspick": 433, "clone3": 435, "mount_setattr": 442,
-	"quotactl_fd": 443, "open_tree_attr": 467,
+	"quotactl_fd": 443, "open_tree_attr": 467, "fallocate": 285,
 }}
 
 // ARM64 is aarch64 (numbers from include/uapi/asm-generic/unistd.h).
@@ -66,7 +66,7 @@ var ARM64 = &Arch{Name: "aarch64", AuditArch: AuditArchAarch64, nr: map[string]u
 	"io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
 	"move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
 	"fspick": 433, "clone3": 435, "mount_setattr": 442, "quotactl_fd": 443,
-	"open_tree_attr": 467,
+	"open_tree_attr": 467, "fallocate": 47,
 }}
 
 // ArchFor returns the table for a GOARCH value, or false if no filter can be

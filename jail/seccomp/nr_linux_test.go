@@ -34,7 +34,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"move_mount": unix.SYS_MOVE_MOUNT, "fsopen": unix.SYS_FSOPEN, "fsconfig": unix.SYS_FSCONFIG,
 		"fsmount": unix.SYS_FSMOUNT, "fspick": unix.SYS_FSPICK, "clone3": unix.SYS_CLONE3,
 		"mount_setattr": unix.SYS_MOUNT_SETATTR, "quotactl_fd": unix.SYS_QUOTACTL_FD,
-		"open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
+		"open_tree_attr": unix.SYS_OPEN_TREE_ATTR, "fallocate": unix.SYS_FALLOCATE,
 	}
 	for name, nr := range x86Only {
 		want[name] = nr

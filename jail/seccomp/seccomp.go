@@ -20,6 +20,7 @@ const (
 
 	EPERM        = 1
 	ENOSYS       = 38
+	EOPNOTSUPP   = 95
 	EAFNOSUPPORT = 97
 )
 
@@ -85,6 +86,7 @@ const (
 	labelEPERM        = "eperm"
 	labelENOSYS       = "enosys"
 	labelEAFNOSUPPORT = "eafnosupport"
+	labelEOPNOTSUPP   = "eopnotsupp"
 )
 
 // Options select the parts of the sandbox filter that depend on the policy.
@@ -114,7 +116,12 @@ type Options struct {
 // fail with ENOSYS, so the checks below cannot be sidestepped by calling the
 // same function under another number. clone3 fails with ENOSYS, as on an old
 // kernel, because its flags live in memory the filter cannot read; libc then
-// falls back to clone, whose flags it can.
+// falls back to clone, whose flags it can. fallocate fails with EOPNOTSUPP, as
+// on a filesystem without it: it allocates disk blocks without writing them
+// (with FALLOC_FL_KEEP_SIZE past the file's end, where RLIMIT_FSIZE does not
+// look either), out of sight of the write accounting that holds a command to
+// its limit of bytes written; posix_fallocate then writes the blocks, which
+// counts.
 func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p := newAsm()
 	prologue(p, a)
@@ -128,6 +135,7 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		add(name, labelEPERM)
 	}
 	add("clone3", labelENOSYS)
+	add("fallocate", labelEOPNOTSUPP)
 	add("clone", "clone")
 	add("ioctl", "ioctl")
 	add("personality", "personality")
@@ -181,6 +189,8 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		p.label(labelEAFNOSUPPORT)
 		p.ret(RetErrno(EAFNOSUPPORT))
 	}
+	p.label(labelEOPNOTSUPP)
+	p.ret(RetErrno(EOPNOTSUPP))
 	epilogue(p)
 	return p.program()
 }

@@ -78,6 +78,7 @@ var (
 	eperm        = RetErrno(EPERM)
 	enosys       = RetErrno(ENOSYS)
 	eafnosupport = RetErrno(EAFNOSUPPORT)
+	eopnotsupp   = RetErrno(EOPNOTSUPP)
 )
 
 func sandboxCalls(a *Arch, allowNetwork bool) []call {
@@ -106,6 +107,8 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 		call{name: "clone", args: []uint64{threadFlags}, want: allow},
 		call{name: "clone", args: []uint64{vforkFlags}, want: allow},
 		call{name: "clone3", want: enosys},
+		call{name: "fallocate", want: eopnotsupp},
+		call{name: "fallocate", args: []uint64{3, 1, 0, 1 << 40}, want: eopnotsupp}, // FALLOC_FL_KEEP_SIZE
 		call{name: "ioctl", args: []uint64{0, TIOCSTI}, want: eperm},
 		call{name: "ioctl", args: []uint64{0, TIOCLINUX}, want: eperm},
 		// The kernel truncates the request to 32 bits; so does the check.
@@ -239,7 +242,7 @@ func TestEveryDeniedCallIsKnown(t *testing.T) {
 			t.Errorf("%s is in Denied but in no architecture table", name)
 		}
 	}
-	for _, name := range []string{"clone", "clone3", "ioctl", "personality", "socket", "socketpair", "execve", "execveat"} {
+	for _, name := range []string{"clone", "clone3", "fallocate", "ioctl", "personality", "socket", "socketpair", "execve", "execveat"} {
 		for _, a := range []*Arch{AMD64, ARM64} {
 			if _, ok := a.Nr(name); !ok {
 				t.Errorf("%s lacks %s, which the filter needs", a.Name, name)
@@ -261,6 +264,8 @@ func everyNumber(a *Arch, allowNetwork bool) []call {
 	}
 	clone3, _ := a.Nr("clone3")
 	want[clone3] = enosys
+	fallocate, _ := a.Nr("fallocate")
+	want[fallocate] = eopnotsupp
 	sock, _ := a.Nr("socket")
 	pers, _ := a.Nr("personality")
 	var calls []call

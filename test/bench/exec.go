@@ -19,19 +19,8 @@ func benchExec(ctx context.Context, _ string, cs *mcp.ClientSession, n int, rep 
 	check(err)
 	var wall, bare []time.Duration
 	for i := 0; i < n; i++ {
+		wall = append(wall, execEcho(ctx, cs, map[string]any{"command": []string{"echo", "hi"}}))
 		t := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: map[string]any{"command": []string{"echo", "hi"}}})
-		check(err)
-		wall = append(wall, time.Since(t))
-		var o struct {
-			Stdout string `json:"stdout"`
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		check(json.Unmarshal(raw, &o))
-		if o.Stdout != "hi\n" {
-			check(fmt.Errorf("exec_command echo: %s", raw))
-		}
-		t = time.Now()
 		out, err := exec.Command(echo, "hi").Output()
 		check(err)
 		bare = append(bare, time.Since(t))
@@ -44,4 +33,22 @@ func benchExec(ctx context.Context, _ string, cs *mcp.ClientSession, n int, rep 
 	b := stats("bare fork/exec of echo hi", bare, "baseline")
 	rep.Cases = append(rep.Cases, s, b)
 	rep.Numbers["exec_command p50 / bare p50"] = s.P50 / b.P50
+}
+
+// execEcho makes an exec_command call of `echo hi` with args, checks its output and
+// returns its wall time.
+func execEcho(ctx context.Context, cs *mcp.ClientSession, args map[string]any) time.Duration {
+	t := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: args})
+	check(err)
+	d := time.Since(t)
+	var o struct {
+		Stdout string `json:"stdout"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	check(json.Unmarshal(raw, &o))
+	if o.Stdout != "hi\n" {
+		check(fmt.Errorf("exec_command echo: %s", raw))
+	}
+	return d
 }

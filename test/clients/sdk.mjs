@@ -447,6 +447,23 @@ await check("copy_then_sync invalid arguments", async () => {
   }
 });
 
+// Network by host: the result's network record and a denial, with allowHosts
+// (a server run as root gives commands the network namespace this needs; else
+// exec_command refuses allowHosts, which is a result shape too).
+await check("allowHosts records and denials", async () => {
+  const [o, isErr] = await exec({ command: ["sh", "-c", "curl -sS -o /dev/null -w '%{http_code}' http://not-listed.example/; exit 3"], allowHosts: ["example.com"] });
+  if (process.getuid && process.getuid() === 0) {
+    assert.equal(o.stdout, "403", JSON.stringify(o));
+    assert.equal(o.network.denied[0].reason, "not in allowHosts", JSON.stringify(o));
+    assert.deepEqual(o.network.allowed, []);
+  } else {
+    assert.ok(isErr && o.exitCode === null && /network namespace/.test(o.error), JSON.stringify(o));
+  }
+  const [f] = await js({ code: "await fetch('http://not-listed.example/')", allowHosts: ["example.com"] });
+  assert.ok(!f.ok && /not in allowHosts/.test(f.error), JSON.stringify(f));
+  assert.equal(f.network.denied[0].host, "not-listed.example");
+}, { needsExec: true });
+
 await check("progress token", async () => {
   const res = await call("execute_js", { code: "6*7" }, { options: { onprogress: () => {} } });
   assert.equal(res.structuredContent.result, 42);

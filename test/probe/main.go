@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,6 +124,32 @@ func main() {
 		}
 		fmt.Println("ok allocated", len(keep), "MB")
 		time.Sleep(5 * time.Second)
+		return
+	case "hold":
+		// hold MB MS: allocate and touch MB megabytes, hold them MS milliseconds.
+		mb, _ := strconv.Atoi(a[0])
+		ms, _ := strconv.Atoi(a[1])
+		keep := make([]byte, mb<<20)
+		for j := 0; j < len(keep); j += 4096 {
+			keep[j] = 1
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		fmt.Println("ok held", len(keep)>>20, "MB")
+		return
+	case "threads":
+		// threads N: start N OS threads that stay (the Go runtime dies if the
+		// kernel refuses one).
+		n, _ := strconv.Atoi(a[0])
+		started := make(chan struct{})
+		for i := 0; i < n; i++ {
+			go func() {
+				runtime.LockOSThread()
+				started <- struct{}{}
+				select {}
+			}()
+			<-started
+		}
+		fmt.Println("ok", n, "threads")
 		return
 	case "unixgram":
 		// unixgram HOW PATH: a datagram socket from socketpair(2), addressed

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+// limitChecks reports how exec_command's limits beyond time and memory are held
+// here: by the kernel, or only by the watchdog that polls the tree every 10 ms.
+func limitChecks(r *DoctorReport, iso jail.Isolation) {
+	if iso.ProcessCgroups {
+		r.add("process limit", statusOK, "kernel: a pids cgroup per command (forks past maxProcesses fail with EAGAIN; a call refused that many, 8 to 64, is killed)", "")
+	} else {
+		r.add("process limit", statusInfo, "watchdog only (a pids cgroup per command needs root on cgroup v1); "+nprocNote(),
+			"a fork bomb can pass maxProcesses for up to one poll (10 ms) before the call is killed; nothing refuses a fork with EAGAIN")
+	}
+	tmpfs := "tmpfs writes too (the call's memory cgroup counts them)"
+	if !iso.MemoryCgroups {
+		tmpfs = "not tmpfs writes (no memory cgroup here to count them)"
+	}
+	r.add("write limit", statusOK, "kernel: RLIMIT_FSIZE per file (EFBIG past maxWriteMb); all files together: watchdog (the kernel's per-process write accounting), "+tmpfs+"; fallocate refused",
+		"a command that writes faster than the watchdog polls can pass maxWriteMb by what it writes in 10 ms")
+	if iso.CPUCgroups {
+		r.add("cpu limit", statusOK, "kernel: RLIMIT_CPU per process (whole seconds) and a cpu cgroup per command (calls share the CPU equally); the tree's sum: watchdog", "")
+	} else {
+		r.add("cpu limit", statusInfo, "kernel: RLIMIT_CPU per process (whole seconds); the tree's sum: watchdog; no cpu cgroup per command (needs root on cgroup v1)",
+			"a call's share of the CPU grows with its processes")
+	}
+	if hard, err := jail.HardOpenFiles(); err == nil {
+		r.add("open files limit", statusOK, fmt.Sprintf("kernel: RLIMIT_NOFILE per process (maxOpenFiles up to %d here, this process's hard limit)", hard), "")
+	}
+}
+
+// nprocNote says why RLIMIT_NPROC is not the process limit here: it counts every
+// process of a user, not a call's, and does not bind root at all.
+func nprocNote() string {
+	uid := os.Getuid()
+	if uid == 0 {
+		return "RLIMIT_NPROC is not used: it does not bind root"
+	}
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+				n++
+			}
+		}
+	}
+	return fmt.Sprintf("RLIMIT_NPROC is not used: it counts every process of uid %d (%d now), not a call's", uid, n)
+}

@@ -1,0 +1,211 @@
+// Package watchdog polls a process tree for the limits the kernel does not
+// enforce for it (or not everywhere): resident memory, processes and threads,
+// bytes written, CPU time. It reports the first limit the tree passes, once,
+// and measures what the tree used (policy.Usage) as it goes. One poller per
+// tree measures everything in one walk of it.
+//
+// Cost is bounded: each poll walks the tree once (on Linux two small /proc
+// files per process, whatever the size of the files the tree writes), and the
+// next poll comes after Interval or five times as long as this one took,
+// whichever is longer, so the watchdog spends at most a fifth of a CPU on a
+// tree however large it grows (a fork bomb's, say). A tree watched for longer
+// than LongAfter (a session, a task's harness: a call lasts 30 s at most) is
+// measured every LongInterval at most often: sixteen sessions measured every
+// 10 ms kept a server at 60% of a core.
+package watchdog
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// Interval is how often a small tree is measured; LongInterval, once it has
+// been watched for LongAfter.
+const (
+	Interval     = 10 * time.Millisecond
+	LongInterval = 100 * time.Millisecond
+	LongAfter    = 30 * time.Second
+)
+
+// Limits are what the watchdog holds a tree to.
+type Limits struct {
+	Memory    int64         // resident memory of the tree in bytes; 0: none
+	Processes int           // processes and threads alive at once; 0: none
+	Written   int64         // bytes written to files; negative: none
+	CPU       time.Duration // CPU time of the tree; 0: none
+}
+
+// Kind is the limit a tree passed.
+type Kind int
+
+const (
+	Memory Kind = iota + 1
+	Processes
+	Disk
+	CPU
+)
+
+// Breach is the first limit a tree passed, and by how much.
+type Breach struct {
+	Kind Kind
+	// Value is what was measured: bytes (Memory, Disk), processes and threads
+	// alive (Processes), or forks the kernel refused (Processes with Refused).
+	Value int64
+	// CPU is the tree's CPU time, for a CPU breach.
+	CPU time.Duration
+	// Refused: the kernel refused policy.ForkRefusalsToKill forks at the limit
+	// (it holds the tree to it, so the tree never passes it).
+	Refused bool
+}
+
+// Kernel is what an enforcer's cgroups tell beyond the per-process figures;
+// optional.
+type Kernel interface {
+	// KernelProcessLimit reports whether the kernel holds the tree to its
+	// process limit (then the watchdog ends the call on refused forks, not on
+	// its own count, which can be off by a process that moves while it walks).
+	KernelProcessLimit() bool
+	// ForksRefused is how many forks of the tree the kernel refused at its
+	// process limit.
+	ForksRefused() int
+	// Shmem is the bytes of tmpfs the tree holds (writes that per-process
+	// accounting misses).
+	Shmem() int64
+}
+
+// Options say how to read a tree.
+type Options struct {
+	// ExcludeRoot leaves the root's own memory, CPU time and threads out: it is
+	// a launcher that runs the command, not part of it. What it reaped of the
+	// tree (the CPU time and writes of its dead children) still counts.
+	ExcludeRoot bool
+	// Kernel, if not nil, adds what the enforcer's cgroups tell.
+	Kernel Kernel
+	// MemoryOnly skips what only the other limits and Usage need (bytes
+	// written), for a tree watched for its memory alone (a JS worker).
+	MemoryOnly bool
+}
+
+// Watch is a running watchdog.
+type Watch struct {
+	root   int
+	limits Limits
+	opts   Options
+	breach func(Breach)
+	// kernelCounts: the kernel holds the tree to its process limit.
+	kernelCounts bool
+	mu           sync.Mutex
+	stopped      bool
+	fired        bool
+	timer        *time.Timer
+	usage        policy.Usage
+	long         time.Time // when LongInterval takes over
+}
+
+// Start polls the tree of root until Stop, and calls breach once, from the
+// poller's goroutine, with the first limit the tree passes. A timer, not a
+// goroutine: a call shorter than one poll costs no goroutine start or stop
+// hand-off.
+func Start(root int, l Limits, o Options, breach func(Breach)) *Watch {
+	w := &Watch{root: root, limits: l, opts: o, breach: breach, kernelCounts: o.Kernel != nil && o.Kernel.KernelProcessLimit(), long: time.Now().Add(LongAfter)}
+	w.mu.Lock() // timer is set before the first tick reads it
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(Interval, w.tick)
+	return w
+}
+
+func (w *Watch) tick() {
+	start := time.Now()
+	s := measure(w.root, w.opts.ExcludeRoot, !w.opts.MemoryOnly)
+	if k := w.opts.Kernel; k != nil {
+		s.written += k.Shmem()
+	}
+	b, over := w.check(s)
+	took := time.Since(start)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.usage = w.usage.Merge(policy.Usage{CPU: s.cpu, MaxRSS: s.rss, Processes: s.tasks, Written: s.written})
+	if over {
+		w.fired = true
+		w.breach(b)
+		return
+	}
+	next := max(Interval, 5*took)
+	if start.After(w.long) {
+		next = max(next, LongInterval)
+	}
+	w.timer.Reset(next)
+}
+
+// check finds the first limit the sample passed.
+func (w *Watch) check(s sample) (Breach, bool) {
+	l := w.limits
+	switch {
+	case l.Memory > 0 && s.rss > l.Memory:
+		return Breach{Kind: Memory, Value: s.rss}, true
+	case l.Processes > 0 && w.kernelCounts:
+		if n := w.opts.Kernel.ForksRefused(); n >= policy.ForkRefusalsToKill(l.Processes) {
+			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
+		}
+	case l.Processes > 0 && s.tasks > l.Processes:
+		return Breach{Kind: Processes, Value: int64(s.tasks)}, true
+	}
+	switch {
+	case l.Written >= 0 && s.written > l.Written:
+		return Breach{Kind: Disk, Value: s.written}, true
+	case l.CPU > 0 && s.cpu > l.CPU:
+		return Breach{Kind: CPU, CPU: s.cpu}, true
+	}
+	return Breach{}, false
+}
+
+// Stop ends the watchdog and returns the most it saw the tree use (the largest
+// of each figure over its polls; zero for a tree that ended before the first).
+// Once Stop has returned, breach is not running and will not be called.
+func (w *Watch) Stop() policy.Usage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
+	return w.usage
+}
+
+// sample is one measurement of a tree.
+type sample struct {
+	rss     int64
+	tasks   int
+	cpu     time.Duration
+	written int64
+}
+
+// Names are what a caller calls the limits in its texts: the tools' parameters
+// (memoryMb) or the command line's flags (--memory).
+type Names struct {
+	Memory, Processes, Written, CPU string
+}
+
+// Reason is the first line of a killed command's stderr: which limit, by how much,
+// and who found it. The limits are named by n, in the units of their names (MB,
+// ms).
+func (b Breach) Reason(l Limits, n Names) string {
+	switch b.Kind {
+	case Memory:
+		return fmt.Sprintf("memory limit exceeded (%d MB RSS > %s %d; RSS watchdog)", b.Value>>20, n.Memory, l.Memory>>20)
+	case Processes:
+		if b.Refused {
+			return fmt.Sprintf("process limit exceeded (%s %d reached; the kernel refused %d forks)", n.Processes, l.Processes, b.Value)
+		}
+		return fmt.Sprintf("process limit exceeded (%d processes and threads > %s %d; watchdog)", b.Value, n.Processes, l.Processes)
+	case Disk:
+		return fmt.Sprintf("disk limit exceeded (%.1f MB written > %s %d; watchdog)", float64(b.Value)/(1<<20), n.Written, l.Written>>20)
+	case CPU:
+		return fmt.Sprintf("cpu limit exceeded (%d ms CPU > %s %d; watchdog)", b.CPU.Milliseconds(), n.CPU, l.CPU.Milliseconds())
+	}
+	return "killed"
+}

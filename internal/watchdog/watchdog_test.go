@@ -1,0 +1,117 @@
+//go:build linux
+
+package watchdog
+
+import (
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// watchShell runs script under sh and watches it until it ends, with l and o; it
+// returns the breach (Kind 0 without one) and the usage seen.
+func watchShell(t *testing.T, script string, l Limits, o Options) (Breach, policy.Usage) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = t.TempDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	breached := make(chan Breach, 1)
+	w := Start(cmd.Process.Pid, l, o, func(b Breach) {
+		breached <- b
+		_ = cmd.Process.Kill()
+	})
+	_ = cmd.Wait()
+	u := w.Stop()
+	select {
+	case b := <-breached:
+		return b, u
+	default:
+		return Breach{}, u
+	}
+}
+
+func TestWatchdogBreaches(t *testing.T) {
+	none := Limits{Written: -1}
+	// Each limit, passed, is found and named; a tree just under it is not.
+	b, u := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 0.5 & done; wait", Limits{Processes: 4, Written: -1}, Options{})
+	if b.Kind != Processes || b.Value < 5 || b.Refused {
+		t.Errorf("7 processes past 4: %+v", b)
+	}
+	if b, u = watchShell(t, "for i in 1 2 3; do sleep 0.3 & done; wait", Limits{Processes: 4, Written: -1}, Options{}); b.Kind != 0 || u.Processes != 4 {
+		t.Errorf("4 processes at 4: %+v, usage %+v", b, u)
+	}
+	b, u = watchShell(t, "for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > f$i; sleep 0.05; done", Limits{Written: 10 << 20}, Options{})
+	if b.Kind != Disk || b.Value <= 10<<20 {
+		t.Errorf("20 MB past 10: %+v", b)
+	}
+	if b, u = watchShell(t, "head -c 4000000 /dev/zero > f; sleep 0.05", Limits{Written: 10 << 20}, Options{}); b.Kind != 0 || u.Written < 3<<20 {
+		t.Errorf("4 MB under 10: %+v, usage %+v", b, u)
+	}
+	b, _ = watchShell(t, "while :; do :; done", Limits{CPU: 200 * time.Millisecond, Written: -1}, Options{})
+	if b.Kind != CPU || b.CPU <= 200*time.Millisecond {
+		t.Errorf("a spin past 200 ms of CPU: %+v", b)
+	}
+	if b, _ = watchShell(t, "sleep 0.4", Limits{CPU: 200 * time.Millisecond, Written: -1}, Options{}); b.Kind != 0 {
+		t.Errorf("a sleep under 200 ms of CPU: %+v", b)
+	}
+	// Children that are gone still count, in their reaper's figures.
+	_, u = watchShell(t, "for i in 1 2 3; do (i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done); done; sleep 0.1", none, Options{})
+	if u.CPU < 50*time.Millisecond {
+		t.Errorf("three busy children, reaped: usage %+v", u)
+	}
+	// ExcludeRoot leaves the root's own memory and threads out.
+	_, u = watchShell(t, "sleep 0.2 & wait", none, Options{ExcludeRoot: true})
+	if u.Processes != 1 {
+		t.Errorf("ExcludeRoot: %+v, want the sleep alone", u)
+	}
+}
+
+// fakeKernel holds a tree to its process limit and has refused forks.
+type fakeKernel struct{ refused atomic.Int64 }
+
+func (k *fakeKernel) KernelProcessLimit() bool { return true }
+func (k *fakeKernel) ForksRefused() int        { return int(k.refused.Load()) }
+func (k *fakeKernel) Shmem() int64             { return 0 }
+
+// TestWatchdogKernelRefusals: where the kernel holds the tree to its limit, the
+// call ends on refused forks (as many as the limit, 8 to 64), not on the
+// watchdog's own count.
+func TestWatchdogKernelRefusals(t *testing.T) {
+	k := &fakeKernel{}
+	k.refused.Store(7)
+	if b, _ := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 0.3 & done; wait", Limits{Processes: 4, Written: -1}, Options{Kernel: k}); b.Kind != 0 {
+		t.Errorf("7 refusals under a limit of 4 (8 needed): %+v", b)
+	}
+	k.refused.Store(8)
+	b, _ := watchShell(t, "sleep 1", Limits{Processes: 4, Written: -1}, Options{Kernel: k})
+	if b.Kind != Processes || !b.Refused || b.Value != 8 {
+		t.Errorf("8 refusals: %+v", b)
+	}
+	reason := b.Reason(Limits{Processes: 4}, Names{Processes: "maxProcesses"})
+	if reason != "process limit exceeded (maxProcesses 4 reached; the kernel refused 8 forks)" {
+		t.Errorf("reason %q", reason)
+	}
+}
+
+// TestWatchdogBigTreeCost: a walk of a tree of 200 processes costs what it costs,
+// and the polls back off so that they take at most a fifth of the time.
+func TestWatchdogBigTreeCost(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "for i in $(seq 200); do sleep 2 & done; wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	s := measure(cmd.Process.Pid, false, true)
+	took := time.Since(start)
+	if s.tasks != 201 {
+		t.Errorf("a tree of 201 processes counted as %d", s.tasks)
+	}
+	t.Logf("one walk of 201 processes: %v (the next poll waits %v)", took, max(Interval, 5*took))
+}

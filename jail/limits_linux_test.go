@@ -1,0 +1,88 @@
+package jail
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// TestLimits: a command's rlimits are set, soft and hard, before its fork
+// (SIGXFSZ ignored, so a write past the file size limit fails with EFBIG); where
+// this process may make cgroups its tree, not its launcher, is in a pids cgroup
+// whose limit is Processes; the exit frame carries what the tree used.
+func TestLimits(t *testing.T) {
+	requireJail(t)
+	pool := NewPool(testExe(t), 1, nil)
+	defer pool.Close()
+	l := &policy.Limits{Processes: 5, WriteBytes: 3000, CPU: 1500 * time.Millisecond, OpenFiles: 64}
+	dir := t.TempDir()
+	sb := basePolicy(t)
+	sb.ReadWrite = []string{dir}
+	sb.ReadOnly = append(sb.ReadOnly, "/proc")
+	sb.Devices = append(sb.Devices, "/dev/zero")
+	script := `ulimit -Sn; ulimit -Hn; ulimit -St; ulimit -Ht; ulimit -Sf; ulimit -Hf
+dd if=/dev/zero of=` + dir + `/f bs=1000 count=4 2>/dev/null; echo dd=$?
+grep -E ':(pids|cpu):' /proc/self/cgroup | sed 's/autobox-.*/own/'
+i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done
+(for i in 1 2 3 4 5 6; do sleep 0.3 & done; wait) 2>&1; echo forked=$?`
+	out := tempFile(t)
+	tree, err := pool.Start(&Spec{Argv: []string{"/bin/sh", "-c", script}, Sandbox: sb, Limits: l}, out, out, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tree.Wait()
+	got := readBack(t, out)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%+v, %v\n%s", res, err, got)
+	}
+	// dash counts file sizes in 512-byte blocks.
+	want := "64\n64\n2\n3\n5\n5\ndd=1\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("rlimits and EFBIG: got\n%s\nwant it to start with\n%s", got, want)
+	}
+	if fi, err := os.Stat(dir + "/f"); err != nil || fi.Size() != 3000 {
+		t.Errorf("the file written up to RLIMIT_FSIZE: %v %v\n%s", fi, err, got)
+	}
+	if Isolations().ProcessCgroups {
+		if !strings.Contains(got, ":pids:/own\n") || !strings.Contains(got, ":cpu:/own\n") || !strings.Contains(got, "Cannot fork") || !strings.Contains(got, "forked=2") {
+			t.Errorf("a command in its own pids and cpu cgroups, its forks past 5 refused:\n%s", got)
+		}
+		if n := tree.ForksRefused(); n == 0 {
+			t.Errorf("ForksRefused after refused forks: %d", n)
+		}
+	}
+	u := tree.Usage()
+	// Written counts pages as they are dirtied: the file's one page, once per
+	// write that found it clean, at most.
+	if u.CPU < 20*time.Millisecond || u.Written < 3000 || u.Written > 3*4096 || (Isolations().ProcessCgroups && u.Processes != 5) {
+		t.Errorf("usage %+v: want the shell's CPU time, a page written up to 3 times, 5 processes at most", u)
+	}
+}
+
+// TestLauncherNotInCommandCgroups: the launcher's own threads stay out of the
+// command's pids cgroup (a Go runtime that cannot make a thread dies).
+func TestLauncherNotInCommandCgroups(t *testing.T) {
+	requireJail(t)
+	if !Isolations().ProcessCgroups {
+		t.Skip("no pids cgroups for commands here (root on cgroup v1)")
+	}
+	pool := NewPool(testExe(t), 1, nil)
+	defer pool.Close()
+	out := tempFile(t)
+	tree, err := pool.Start(&Spec{Argv: []string{"/bin/sleep", "0.5"}, Sandbox: basePolicy(t), Limits: &policy.Limits{Processes: 1}}, out, out, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	launcher, _ := os.ReadFile("/proc/" + strconv.Itoa(tree.Pid()) + "/cgroup")
+	if strings.Contains(string(launcher), ":pids:/autobox-") {
+		t.Errorf("the launcher is in a command's pids cgroup:\n%s", launcher)
+	}
+	if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
+		t.Errorf("a command under Processes 1: %+v, %v", res, err)
+	}
+}

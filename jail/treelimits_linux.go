@@ -1,0 +1,51 @@
+package jail
+
+import "github.com/autobox-dev/autobox/policy"
+
+// What a Tree tells the supervisor's watchdog and its result about the limits of
+// policy.Limits, beyond what /proc shows.
+
+// endFigures are what the tree's cgroups held when the launcher reported its end
+// (they are removed soon after).
+type endFigures struct {
+	shmem     int64
+	peakTasks int
+	refused   int
+}
+
+func (t *Tree) endFigures() endFigures {
+	return endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
+}
+
+// ForksRefused is how many forks of the tree the kernel refused at its process
+// limit so far (0 where the command has no pids cgroup). Safe to call at any
+// time; after Wait, the count at the end.
+func (t *Tree) ForksRefused() int {
+	select {
+	case <-t.finished:
+		return t.ended.refused
+	default:
+		return t.cmdcg.forksRefused()
+	}
+}
+
+// KernelProcessLimit reports whether the kernel holds the tree to its
+// Limits.Processes (a pids cgroup of its own); else only the watchdog does.
+func (t *Tree) KernelProcessLimit() bool { return t.cmdcg != nil && t.cmdcg.pidsMax != nil }
+
+// Shmem is the bytes of tmpfs files and shared memory the tree holds now, as its
+// memory cgroup counts them (0 without one): writes to tmpfs, which the kernel's
+// per-process write accounting misses. Safe to call at any time.
+func (t *Tree) Shmem() int64 { return t.cgroup.shmem() }
+
+// Usage is what the kernel accounted of the tree once it was gone: the
+// launcher's figures of every process it reaped (see treeUsage), with the tmpfs
+// bytes its memory cgroup held and the peak of its pids cgroup. Zero figures
+// where nothing told (a launcher that died). Call it after Wait.
+func (t *Tree) Usage() policy.Usage {
+	<-t.finished
+	u := t.res.Usage
+	u.Written += t.ended.shmem
+	u.Processes = max(u.Processes, t.ended.peakTasks)
+	return u
+}

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// dialTimeout bounds one connection attempt (the call's deadline may be sooner).
+const dialTimeout = 10 * time.Second
+
+// Denial is a connection the proxy refused, and why.
+type Denial struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+}
+
+func (d *Denial) Error() string { return d.Target() + ": " + d.Reason }
+
+// Target is the host:port that was refused.
+func (d *Denial) Target() string { return net.JoinHostPort(d.Host, strconv.Itoa(d.Port)) }
+
+// Advice is what to tell the command (and the model reading its output) about
+// a denial: what was refused, why, and the entry that would allow it.
+func (d *Denial) Advice() string {
+	entry := d.Host
+	if strings.Contains(entry, ":") {
+		entry = "[" + entry + "]"
+	}
+	if d.Port != 80 && d.Port != 443 {
+		entry += ":" + strconv.Itoa(d.Port)
+	}
+	return fmt.Sprintf("autobox: connection to %s denied: %s. To allow it, the call's allowHosts needs %q (ask the user; do not work around it).",
+		d.Target(), d.Reason, entry)
+}
+
+// DialContext connects to addr ("host:port") if the call's list allows it,
+// records the outcome, and returns the connection or the *Denial (or the dial
+// error). network must be tcp, tcp4 or tcp6.
+func (c *Call) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("port %q: not a port", portStr)
+	}
+	return c.dial(ctx, host, uint16(port))
+}
+
+// dial checks host:port, resolves it once and connects to a checked address.
+func (c *Call) dial(ctx context.Context, host string, port uint16) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	host = policy.NormalizeHost(host)
+	addrs, d := c.check(ctx, host, port)
+	if d != nil {
+		c.rec.deny(*d)
+		return nil, d
+	}
+	var last error
+	var dialer net.Dialer
+	for _, a := range addrs {
+		conn, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+		if err == nil {
+			c.rec.allow(host, int(port))
+			return conn, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("connecting to %s: %w", net.JoinHostPort(host, strconv.Itoa(int(port))), last)
+}
+
+// check returns the addresses host:port may be dialled at, in order, or the
+// denial.
+func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Addr, *Denial) {
+	deny := func(reason string) ([]netip.Addr, *Denial) {
+		return nil, &Denial{Host: host, Port: int(port), Reason: reason}
+	}
+	notListed := func() ([]netip.Addr, *Denial) {
+		if c.allow.AllowsHostOnSomePort(host) {
+			return deny(fmt.Sprintf("port %d not allowed", port))
+		}
+		return deny("not in allowHosts")
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		// An address literal: only an entry naming it allows it, and then
+		// whatever it is (the user named it).
+		if !c.allow.NamesAddr(addr, port) {
+			return notListed()
+		}
+		return []netip.Addr{addr.Unmap()}, nil
+	}
+	if host == "localhost" {
+		if !c.allow.NamesAddr(netip.MustParseAddr("127.0.0.1"), port) {
+			return notListed()
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	if !c.allow.AllowsName(host, port) {
+		return notListed()
+	}
+	addrs, err := c.p.resolver.lookup(ctx, host)
+	if err != nil {
+		return deny("does not resolve: " + err.Error())
+	}
+	var ok []netip.Addr
+	why := ""
+	for _, a := range addrs {
+		a = a.Unmap()
+		if reason := policy.ForbiddenAddr(a, c.p.resolver.own); reason != "" && !c.allow.NamesAddr(a, port) {
+			why = reason
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		return deny("resolves to " + why)
+	}
+	return ok, nil
+}
+
+// resolver looks names up once per connection, with the server's own DNS
+// (Go's resolver), and knows this machine's interface addresses.
+type resolver struct {
+	r     *net.Resolver
+	fixed map[string][]netip.Addr // ResolveEnv
+	// lookupHook, if set, answers instead (tests).
+	lookupHook func(host string) ([]netip.Addr, error)
+
+	mu       sync.Mutex
+	ownAddrs map[netip.Addr]bool
+	ownAt    time.Time
+}
+
+// ResolveEnv, in the server's environment, fixes what names resolve to for the
+// proxy: "name=addr[,addr...][;name=...]". For tests (which cannot change the
+// machine's DNS) and for debugging; the address rules still apply.
+const ResolveEnv = "AUTOBOX_PROXY_RESOLVE"
+
+func newResolver() *resolver {
+	r := &resolver{r: net.DefaultResolver, fixed: map[string][]netip.Addr{}}
+	for _, entry := range strings.Split(os.Getenv(ResolveEnv), ";") {
+		name, addrs, ok := strings.Cut(entry, "=")
+		if !ok {
+			continue
+		}
+		for _, s := range strings.Split(addrs, ",") {
+			if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil {
+				name := policy.NormalizeHost(strings.TrimSpace(name))
+				r.fixed[name] = append(r.fixed[name], a)
+			}
+		}
+	}
+	return r
+}
+
+func (r *resolver) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	if r.lookupHook != nil {
+		return r.lookupHook(host)
+	}
+	if addrs, ok := r.fixed[host]; ok {
+		return addrs, nil
+	}
+	addrs, err := r.r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		var de *net.DNSError
+		if errors.As(err, &de) && de.IsNotFound {
+			return nil, fmt.Errorf("no such host")
+		}
+		return nil, err
+	}
+	return addrs, nil
+}
+
+// own reports whether a is an address of this machine's interfaces (read
+// again at most every few seconds).
+func (r *resolver) own(a netip.Addr) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ownAddrs == nil || time.Since(r.ownAt) > 5*time.Second {
+		r.ownAddrs = map[netip.Addr]bool{}
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, ia := range addrs {
+				if p, err := netip.ParsePrefix(ia.String()); err == nil {
+					r.ownAddrs[p.Addr().Unmap()] = true
+				}
+			}
+		}
+		r.ownAt = time.Now()
+	}
+	return r.ownAddrs[a.Unmap()]
+}

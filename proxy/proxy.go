@@ -1,0 +1,333 @@
+// Package proxy is the host side of network by host: a proxy in the server
+// process through which a call whose allowHosts list is not empty reaches the
+// network, and reaches only what the list allows.
+//
+// It speaks HTTP (absolute-form requests for http:// URLs, each request checked
+// on its own), HTTP CONNECT and SOCKS5 (CONNECT, with the name resolved here:
+// socks5h). For every connection it matches the host asked for against the
+// call's list before any DNS, resolves the name itself, once, refuses
+// addresses the list does not name explicitly when they are loopback, private,
+// link-local, metadata, this machine's own and the like (policy.ForbiddenAddr),
+// and connects to the address it checked: a second lookup that could answer
+// otherwise (DNS rebinding) never happens. It does not intercept TLS. Every
+// connection allowed or denied is recorded for the call's result (Record).
+//
+// On Linux the connections of a command come from its launcher: the launcher
+// accepts them in the command's network namespace and hands each accepted
+// socket over, as a descriptor, on one seqpacket connection to the proxy's unix
+// socket (Socket) whose first message names the call, "AUTOBOX-PROXY <token>".
+// The proxy then talks to the command's socket itself: no relay in between.
+// The command never holds the token, and no other process can use the proxy
+// without it (the socket's directory is the server user's alone too). Where
+// there is no launcher (macOS), a loopback TCP listener takes the token as
+// proxy credentials (tcp.go). execute_js's fetch uses Call.DialContext
+// directly, with the same checks and records.
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// Preamble starts every connection to the proxy's socket, followed by the
+// call's token and a newline.
+const Preamble = policy.ProxyPreamble
+
+// Proxy serves the calls registered with it. Safe for concurrent use.
+type Proxy struct {
+	dir      string
+	ln       net.Listener
+	tcp      net.Listener // see ListenTCP; nil until then
+	resolver *resolver
+	wg       sync.WaitGroup
+
+	mu     sync.Mutex
+	calls  map[string]*Call
+	closed bool
+}
+
+// New starts a proxy listening on a unix socket in a new directory below
+// parent (0700, named after this process so that a later one can remove it if
+// this one is killed).
+func New(parent string) (*Proxy, error) {
+	sweepStale(parent)
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("autobox-proxy-%d-", os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("making the proxy's directory: %w", err)
+	}
+	ln, err := net.Listen("unixpacket", filepath.Join(dir, "proxy.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("listening for the proxy: %w", err)
+	}
+	p := &Proxy{dir: dir, ln: ln, resolver: newResolver(), calls: map[string]*Call{}}
+	p.wg.Add(1)
+	go p.serveOn(ln, p.handle)
+	return p, nil
+}
+
+// sweepStale removes the socket directories of autobox processes that are gone.
+func sweepStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "autobox-proxy-*-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "autobox-proxy-%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// Socket is the path of the proxy's unix socket.
+func (p *Proxy) Socket() string { return p.ln.Addr().String() }
+
+// Close stops the proxy, ends every connection and removes its socket.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	calls := make([]*Call, 0, len(p.calls))
+	for _, c := range p.calls {
+		calls = append(calls, c)
+	}
+	tcp := p.tcp
+	p.mu.Unlock()
+	p.ln.Close()
+	if tcp != nil {
+		tcp.Close()
+	}
+	for _, c := range calls {
+		c.Close()
+	}
+	p.wg.Wait()
+	os.RemoveAll(p.dir)
+}
+
+// serveOn accepts connections on ln and hands each to handle.
+func (p *Proxy) serveOn(ln net.Listener, handle func(net.Conn)) {
+	defer p.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			handle(conn)
+		}()
+	}
+}
+
+// handle reads a launcher's connection: the preamble naming the call, then
+// messages each carrying one accepted socket of the command, served at once.
+func (p *Proxy) handle(conn net.Conn) {
+	defer conn.Close()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(4*4))
+	uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, _, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return
+	}
+	line := string(buf[:n])
+	if !strings.HasPrefix(line, Preamble) {
+		return
+	}
+	c := p.call(strings.TrimSpace(strings.TrimPrefix(line, Preamble)))
+	if c == nil || !c.track(conn) {
+		return
+	}
+	defer c.untrack(conn)
+	uc.SetReadDeadline(time.Time{})
+	for {
+		_, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+		if err != nil {
+			return
+		}
+		for _, fd := range passedFDs(oob[:oobn]) {
+			f := os.NewFile(uintptr(fd), "command-socket")
+			client, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				c.serveClient(client)
+			}()
+		}
+	}
+}
+
+// passedFDs are the descriptors of SCM_RIGHTS messages.
+func passedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}
+
+// serveClient serves a client connection of the call as HTTP or SOCKS5.
+func (c *Call) serveClient(conn net.Conn) {
+	defer conn.Close()
+	if !c.track(conn) {
+		return
+	}
+	defer c.untrack(conn)
+	br := bufio.NewReaderSize(conn, 4096)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	if first[0] == socksVersion {
+		c.serveSOCKS(conn, br)
+		return
+	}
+	c.serveHTTP(conn, br)
+}
+
+func (p *Proxy) call(token string) *Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[token]
+}
+
+// Register makes a call known to the proxy, allowed what allow allows until
+// Close. ctx bounds its connections' dials (the call's deadline).
+func (p *Proxy) Register(ctx context.Context, allow policy.AllowHosts) (*Call, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Call{p: p, token: hex.EncodeToString(b[:]), allow: allow, ctx: ctx, cancel: cancel, conns: map[net.Conn]bool{}}
+	c.rec.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		cancel()
+		return nil, errors.New("the proxy is closed")
+	}
+	p.calls[c.token] = c
+	return c, nil
+}
+
+// Call is one call's use of the proxy.
+type Call struct {
+	p      *Proxy
+	token  string
+	allow  policy.AllowHosts
+	ctx    context.Context
+	cancel context.CancelFunc
+	rec    recorder
+
+	mu            sync.Mutex
+	conns         map[net.Conn]bool
+	httpTransport *http.Transport // made by the first forwarded request
+	closed        bool
+}
+
+// Token is what a connection's preamble names the call by.
+func (c *Call) Token() string { return c.token }
+
+// Close unregisters the call and ends its connections; it returns what the
+// call's connections did. Safe to call more than once.
+func (c *Call) Close() Record {
+	c.p.mu.Lock()
+	delete(c.p.calls, c.token)
+	c.p.mu.Unlock()
+	c.cancel()
+	c.mu.Lock()
+	if c.httpTransport != nil {
+		c.httpTransport.CloseIdleConnections()
+	}
+	c.closed = true
+	for conn := range c.conns {
+		conn.Close()
+	}
+	c.mu.Unlock()
+	return c.rec.record()
+}
+
+// Record is what the call's connections did so far.
+func (c *Call) Record() Record { return c.rec.record() }
+
+func (c *Call) track(conn net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.conns[conn] = true
+	return true
+}
+
+func (c *Call) untrack(conn net.Conn) {
+	c.mu.Lock()
+	delete(c.conns, conn)
+	c.mu.Unlock()
+}
+
+// tunnel joins the client's connection to up: first the bytes the client sent
+// after its request (a TLS hello), which br holds, then both ways.
+func tunnel(conn net.Conn, br *bufio.Reader, up net.Conn) {
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			return
+		}
+	}
+	splice(conn, up)
+}
+
+// splice copies between a and b both ways until both directions are done,
+// passing on half-closes.
+func splice(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+}

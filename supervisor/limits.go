@@ -1,0 +1,202 @@
+package supervisor
+
+import (
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/autobox-dev/autobox/internal/watchdog"
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// The resource limits of a command tree beyond time and memory (issue 14), for
+// exec_command and for anything else that runs a command the same way (sessions):
+// the parameters, their validation, the watchdog that holds a tree to them where the
+// kernel does not, and the texts a kill gives.
+
+var (
+	execMaxProcesses = intParam{"maxProcesses", policy.ExecDefaultMaxProcesses, policy.ExecMinMaxProcesses, policy.ExecMaxMaxProcesses}
+	execMaxWriteMb   = intParam{"maxWriteMb", policy.ExecDefaultMaxWriteMb, 0, policy.ExecMaxMaxWriteMb}
+	execCPUMs        = intParam{"cpuMs", 0, 0, policy.ExecMaxCPUMs}
+	execMaxOpenFiles = intParam{"maxOpenFiles", policy.ExecDefaultMaxOpenFiles, policy.ExecMinMaxOpenFiles, policy.ExecMaxMaxOpenFiles}
+)
+
+// limitRules are the input schema's rules of the limit parameters.
+func limitRules(rules map[string][]rule) map[string][]rule {
+	for _, p := range []intParam{execMaxProcesses, execMaxWriteMb, execCPUMs, execMaxOpenFiles} {
+		rules[p.name] = []rule{p.rule()}
+	}
+	return rules
+}
+
+// limitArgs are the limit parameters of a call as given (nil: not given).
+type limitArgs struct {
+	maxProcesses, maxWriteMb, cpuMs, maxOpenFiles *int
+}
+
+// treeLimits are a call's limits, validated: memory (which runners take apart) and
+// the rest (policy.Limits, which travel with the command).
+type treeLimits struct {
+	memoryMb int
+	policy.Limits
+	cpuMs int // 0: none
+}
+
+// limits validates the arguments into limits, with the parameters' defaults.
+func (a limitArgs) limits(memoryMb int) (treeLimits, error) {
+	l := treeLimits{memoryMb: memoryMb}
+	procs, err := bounded(execMaxProcesses, a.maxProcesses)
+	if err != nil {
+		return l, err
+	}
+	writeMb, err := bounded(execMaxWriteMb, a.maxWriteMb)
+	if err != nil {
+		return l, err
+	}
+	files, err := bounded(execMaxOpenFiles, a.maxOpenFiles)
+	if err != nil {
+		return l, err
+	}
+	if l.cpuMs, err = bounded(execCPUMs, a.cpuMs); err != nil {
+		return l, err
+	}
+	if hard, ok := hardOpenFiles(); ok && uint64(files) > hard {
+		return l, fmt.Errorf("%w: maxOpenFiles %d is above this host's hard limit of %d open files (ulimit -Hn), which autobox cannot raise", policy.ErrInvalid, files, hard)
+	}
+	l.Limits = policy.Limits{Processes: procs, WriteBytes: int64(writeMb) << 20, CPU: time.Duration(l.cpuMs) * time.Millisecond, OpenFiles: files}
+	return l, nil
+}
+
+// noLimits is set (AUTOBOX_BENCH_NO_LIMITS=1) only by `make bench`, to measure what
+// the limits cost beside calls without them: the command then runs with its memory
+// limit alone (its pids and cpu cgroups are still made and joined by idle
+// launchers, with no limit set).
+var noLimits = os.Getenv("AUTOBOX_BENCH_NO_LIMITS") == "1"
+
+// command returns the limits that travel with a command (nil under noLimits).
+func (l treeLimits) command() *policy.Limits {
+	if noLimits {
+		return nil
+	}
+	p := l.Limits
+	return &p
+}
+
+// watch starts the watchdog of a tree: its memory and the limits the kernel does not
+// hold it to. breach gets the kill reason, in the tools' parameter names, once.
+func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
+	wl := l.watched()
+	o := watchdog.Options{ExcludeRoot: rootIsLauncher}
+	if k, ok := t.(watchdog.Kernel); ok {
+		o.Kernel = k
+	}
+	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(b.Reason(wl, paramNames)) })
+}
+
+// watched are the limits the watchdog holds a tree to.
+func (l treeLimits) watched() watchdog.Limits {
+	wl := watchdog.Limits{Memory: int64(l.memoryMb) << 20, Written: -1}
+	if !noLimits {
+		wl.Processes, wl.Written, wl.CPU = l.Processes, l.WriteBytes, l.CPU
+	}
+	return wl
+}
+
+// paramNames are the limits' names in the tools' texts.
+var paramNames = watchdog.Names{Memory: "memoryMb", Processes: "maxProcesses", Written: "maxWriteMb", CPU: "cpuMs"}
+
+// cpuRlimitReason is the reason when the kernel ended the command at its
+// RLIMIT_CPU (SIGXCPU): a process passed the whole seconds of cpuMs on its own.
+func (l treeLimits) cpuRlimitReason() string {
+	return fmt.Sprintf("cpu limit exceeded (a process used the %d s of RLIMIT_CPU that cpuMs %d gives each; killed by the kernel)", (l.cpuMs+999)/1000, l.cpuMs)
+}
+
+// limitKill reports whether reason is one of a limit's kills.
+func limitKill(reason string) bool {
+	for _, p := range []string{"memory limit exceeded", "process limit exceeded", "disk limit exceeded", "cpu limit exceeded"} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// Usage is what a command tree used, as results report it.
+type Usage struct {
+	CPUMs     float64 `json:"cpuMs" jsonschema:"CPU time of the whole process tree in ms"`
+	MaxRSSMb  float64 `json:"maxRssMb" jsonschema:"most memory the tree held at once, in MB: its processes' own (anonymous and shared), sampled, or the peak of its largest process"`
+	Processes int     `json:"processes" jsonschema:"most processes and threads alive at once in the tree"`
+	WrittenMb float64 `json:"writtenMb" jsonschema:"MB the tree wrote to files (rw mounts, workspaces, scratch)"`
+}
+
+func usageOf(u policy.Usage) Usage {
+	round := func(v float64) float64 { return math.Round(v*10) / 10 }
+	return Usage{
+		CPUMs:     round(float64(u.CPU.Microseconds()) / 1000),
+		MaxRSSMb:  round(float64(u.MaxRSS) / (1 << 20)),
+		Processes: u.Processes,
+		WrittenMb: round(float64(u.Written) / (1 << 20)),
+	}
+}
+
+// treeUsage is what the tree's enforcer accounted once it was gone (zero where it
+// cannot tell); a command that ran was one process at least, however short.
+func treeUsage(t tree, res policy.Exit) policy.Usage {
+	u := res.Usage
+	if k, ok := t.(interface{ Usage() policy.Usage }); ok {
+		u = k.Usage()
+	}
+	if res.Started {
+		u.Processes = max(u.Processes, 1)
+	}
+	return u
+}
+
+// scratchListing names the biggest files a command left in its scratch dir, which
+// is removed with the call: after a disk-limit kill they are the evidence. At most
+// scratchListed files, from a walk of at most scratchWalk entries.
+func scratchListing(dir string) string {
+	type file struct {
+		name string
+		size int64
+	}
+	var files []file
+	seen := 0
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if seen++; err != nil || seen > scratchWalk {
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				rel, _ := filepath.Rel(dir, p)
+				files = append(files, file{rel, fi.Size()})
+			}
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		return ""
+	}
+	slices.SortFunc(files, func(a, b file) int { return int(b.size - a.size) })
+	var parts []string
+	for _, f := range files[:min(len(files), scratchListed)] {
+		parts = append(parts, fmt.Sprintf("%s (%s MB)", f.name, mb(f.size)))
+	}
+	more := ""
+	if len(files) > scratchListed {
+		more = fmt.Sprintf(" and %d more", len(files)-scratchListed)
+	}
+	return "files in the scratch dir ($HOME, $TMPDIR), removed with the call: " + strings.Join(parts, ", ") + more + "\n"
+}
+
+const (
+	scratchListed = 10
+	scratchWalk   = 10000
+)

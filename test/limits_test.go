@@ -1,0 +1,447 @@
+//go:build linux
+
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/treegen"
+	"github.com/autobox-dev/autobox/internal/xfstest"
+)
+
+// The limits of issue 14 beyond time and memory: processes, bytes written, CPU
+// time, open files; each kill names its limit, and every result reports usage.
+// Each test has a positive control just under its limit.
+
+// usageOut is the usage of an exec_command result.
+type usageOut struct {
+	CPUMs     float64 `json:"cpuMs"`
+	MaxRSSMb  float64 `json:"maxRssMb"`
+	Processes int     `json:"processes"`
+	WrittenMb float64 `json:"writtenMb"`
+}
+
+type limitOut struct {
+	execOut
+	Usage usageOut `json:"usage"`
+}
+
+func (s *session) limited(args map[string]any) limitOut {
+	s.t.Helper()
+	var o limitOut
+	s.call("exec_command", args, &o)
+	return o
+}
+
+// within reports whether got is within 20% of want.
+func within(got, want float64) bool { return got >= want*0.8 && got <= want*1.2 }
+
+// kernelProcessLimit reports whether this server's commands run in a pids cgroup of
+// their own (root on cgroup v1), where forks past maxProcesses fail with EAGAIN.
+func kernelProcessLimit(t *testing.T, s *session) bool {
+	t.Helper()
+	o, _ := s.exec(map[string]any{"command": []string{"cat", "/proc/self/cgroup"}})
+	for _, l := range strings.Split(o.Stdout, "\n") {
+		if strings.Contains(l, ":pids:") && strings.Contains(l, "/autobox-") {
+			return true
+		}
+	}
+	return false
+}
+
+func needPerl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed: the fork probes are perl one-liners")
+	}
+}
+
+// forks is a perl program that forks n children which sleep, and says which
+// fork failed and why; the children are ended with the call.
+func forks(n int) []string {
+	return []string{"perl", "-e", fmt.Sprintf(`$| = 1; for $i (1..%d) { my $p = fork; if (!defined $p) { print "fork $i: $!\n"; exit 3 } if ($p == 0) { sleep 30; exit } } print "forked %d\n"`, n, n)}
+}
+
+// TestLimitProcesses: maxProcesses 10 lets a program fork 8 sleeping children,
+// and refuses a fork past the limit with EAGAIN, which the program sees (it is
+// not killed for one refusal).
+func TestLimitProcesses(t *testing.T) {
+	requireSandbox(t)
+	needPerl(t)
+	s := start(t)
+	if !kernelProcessLimit(t, s) {
+		t.Skip("commands have no pids cgroup here (it needs root on cgroup v1): maxProcesses is the watchdog's alone, which kills rather than refuses")
+	}
+	o := s.limited(map[string]any{"command": forks(8), "maxProcesses": 10, "timeoutMs": 10000})
+	if o.Killed || o.code() != 0 || o.Stdout != "forked 8\n" {
+		t.Errorf("8 children under maxProcesses 10: %+v", o)
+	}
+	if o.Usage.Processes < 9 || o.Usage.Processes > 10 {
+		t.Errorf("8 children and their parent: usage.processes %d, want 9", o.Usage.Processes)
+	}
+	o = s.limited(map[string]any{"command": forks(12), "maxProcesses": 10, "timeoutMs": 10000})
+	// The parent and 9 children are 10: the 10th fork is the first refused.
+	if o.Killed || o.code() != 3 || o.Stdout != "fork 10: Resource temporarily unavailable\n" {
+		t.Errorf("12 forks under maxProcesses 10: want the 10th refused with EAGAIN, got %+v", o)
+	}
+	// Threads count too.
+	o = s.limited(map[string]any{"command": []string{"/mnt/tools/probe", "threads", "20"}, "mounts": []map[string]any{toolsMount()}, "maxProcesses": 10, "timeoutMs": 10000})
+	if o.code() == 0 {
+		t.Errorf("20 threads under maxProcesses 10: %+v", o)
+	}
+}
+
+// TestLimitForkBomb: the classic bomb under the default limits ends quickly as a
+// process-limit kill; a call made during the bomb and one after it work, and
+// nothing of it is left (the harness checks that at the end).
+func TestLimitForkBomb(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		kernel := kernelProcessLimit(t, s)
+		// Positive control: just under a small limit, nothing is refused or killed.
+		o := s.limited(map[string]any{"command": bash("for i in $(seq 18); do sleep 1 & done; wait; echo done"), "maxProcesses": 20, "timeoutMs": 10000})
+		if o.Killed || o.Stdout != "done\n" || o.Usage.Processes != 19 {
+			t.Errorf("18 sleeps under maxProcesses 20: %+v", o)
+		}
+		done := make(chan struct{})
+		var bomb limitOut
+		go func() {
+			defer close(done)
+			bomb = s.limited(map[string]any{"command": bash(`:(){ :|:& };:; sleep 20`), "timeoutMs": 25000})
+		}()
+		// Calls made while the bomb goes off work (their times are logged, not
+		// judged: other tests share the machine).
+		var took []time.Duration
+		for len(took) == 0 || !isClosed(done) {
+			t0 := time.Now()
+			if p, _ := s.exec(map[string]any{"command": []string{"echo", "meanwhile"}}); p.Stdout != "meanwhile\n" {
+				t.Errorf("a call during the bomb: %+v", p)
+			}
+			took = append(took, time.Since(t0))
+		}
+		slices.Sort(took)
+		t.Logf("%d calls during the bomb: median %v, slowest %v", len(took), took[len(took)/2], took[len(took)-1])
+		want := "process limit exceeded (maxProcesses 256 reached; the kernel refused "
+		if !kernel {
+			want = "process limit exceeded ("
+		}
+		if !bomb.Killed || !strings.HasPrefix(bomb.Stderr, want) || bomb.DurationMs > 20000 {
+			t.Errorf("fork bomb: want a process-limit kill well before its sleep ends, got killed=%v after %.0f ms, stderr %.300q", bomb.Killed, bomb.DurationMs, bomb.Stderr)
+		}
+		t.Logf("the bomb ended after %.0f ms: %s", bomb.DurationMs, strings.SplitN(bomb.Stderr, "\n", 2)[0])
+		if p, _ := s.exec(map[string]any{"command": []string{"echo", "after"}}); p.Stdout != "after\n" {
+			t.Errorf("a call after the bomb: %+v", p)
+		}
+	})
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeFiles is a shell script that writes n files of mb MB each into dir with dd,
+// a moment apart: the watchdog looks every 10 ms, and a command that writes past
+// its limit and exits within one look is not stopped (its usage tells).
+func writeFiles(dir string, n, mb int) []string {
+	return bash(fmt.Sprintf(`cd %s && for i in $(seq %d); do dd if=/dev/zero of=f$i bs=1M count=%d status=none || exit 9; sleep 0.05; done; echo wrote`, dir, n, mb))
+}
+
+// TestLimitDisk: bytes written to a rw mount (on a small XFS image or a tmpfs the
+// test makes, never the machine's own disk) and to the scratch dir ($TMPDIR, put on
+// such an image too) count against maxWriteMb: past it the call is killed, the files
+// written before stay in the mount and are listed for the scratch dir; one file past
+// it gets EFBIG.
+func TestLimitDisk(t *testing.T) {
+	requireSandbox(t)
+	// Cleanups run last first: the server stops, then the scratch dirs are
+	// checked, then the filesystems go.
+	xfs, unmountXFS, err := xfstest.MountXFS(t.TempDir(), 320<<20)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { unmountXFS() })
+	tmpfs, unmountTmpfs, err := xfstest.MountTmpfs(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { unmountTmpfs() })
+	scratchBase := filepath.Join(xfs, "tmp")
+	for _, d := range []string{scratchBase, filepath.Join(xfs, "rw")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if left, _ := filepath.Glob(filepath.Join(scratchBase, "autobox-scratch-*")); len(left) > 0 {
+			t.Errorf("scratch dirs left: %v", left)
+		}
+	})
+	s := startEnv(t, []string{"TMPDIR=" + scratchBase})
+	places := []struct {
+		name, host, dir string
+		mounts          []map[string]any
+	}{
+		{"rw mount on xfs", filepath.Join(xfs, "rw"), "/mnt/out", []map[string]any{{"hostPath": filepath.Join(xfs, "rw"), "sandboxPath": "/mnt/out", "mode": "rw"}}},
+		{"rw mount on tmpfs", tmpfs, "/mnt/out", []map[string]any{{"hostPath": tmpfs, "sandboxPath": "/mnt/out", "mode": "rw"}}},
+		{"$TMPDIR", "", `"$TMPDIR"`, nil},
+	}
+	for _, p := range places {
+		// Positive control: 16 MB under maxWriteMb 20.
+		o := s.limited(map[string]any{"command": writeFiles(p.dir, 2, 8), "mounts": p.mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+		if o.Killed || o.Stdout != "wrote\n" || !within(o.Usage.WrittenMb, 16) {
+			t.Errorf("%s: 16 MB under maxWriteMb 20: %+v", p.name, o)
+		}
+		// 5 files of 8 MB: killed once past 20 MB; the files written before remain.
+		o = s.limited(map[string]any{"command": writeFiles(p.dir, 5, 8), "mounts": p.mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+		if !o.Killed || !strings.HasPrefix(o.Stderr, "disk limit exceeded (") || !strings.Contains(o.Stderr, " MB written > maxWriteMb 20; watchdog)") || o.Usage.WrittenMb <= 20 {
+			t.Errorf("%s: 40 MB past maxWriteMb 20: %+v", p.name, o)
+		}
+		if p.host != "" {
+			for _, f := range []string{"f1", "f2"} {
+				if fi, err := os.Stat(filepath.Join(p.host, f)); err != nil || fi.Size() != 8<<20 {
+					t.Errorf("%s: %s written before the kill: %v", p.name, f, err)
+				}
+			}
+		} else if !strings.Contains(o.Stderr, "files in the scratch dir ($HOME, $TMPDIR), removed with the call: f1 (8.0 MB), f2 (8.0 MB)") {
+			t.Errorf("%s: the files written before the kill are not listed: %q", p.name, o.Stderr)
+		}
+		clean(t, p.host)
+		// One file past the limit: EFBIG (RLIMIT_FSIZE) at the limit, not a kill;
+		// just under, no error.
+		dd := func(mb int) []string {
+			return bash(fmt.Sprintf(`cd %s && dd if=/dev/zero of=one bs=1M count=%d status=none; echo status=$?`, p.dir, mb))
+		}
+		o = s.limited(map[string]any{"command": dd(19), "mounts": p.mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+		if o.Killed || o.Stdout != "status=0\n" {
+			t.Errorf("%s: one file just under maxWriteMb 20: %+v", p.name, o)
+		}
+		clean(t, p.host)
+		o = s.limited(map[string]any{"command": dd(21), "mounts": p.mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+		if o.Killed || o.Stdout != "status=1\n" || !strings.Contains(o.Stderr, "File too large") {
+			t.Errorf("%s: one file past maxWriteMb 20: want EFBIG, got %+v", p.name, o)
+		}
+		clean(t, p.host)
+	}
+}
+
+// TestLimitFallocate: fallocate(2) would allocate blocks without writing them,
+// out of sight of the write accounting (and with KEEP_SIZE of RLIMIT_FSIZE): it
+// fails with EOPNOTSUPP, and posix_fallocate writes the blocks instead, which
+// count.
+func TestLimitFallocate(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("fallocate"); err != nil {
+		t.Skip("fallocate(1) is not installed")
+	}
+	xfs, unmount, err := xfstest.MountXFS(t.TempDir(), 320<<20)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { unmount() })
+	s := start(t)
+	mounts := []map[string]any{{"hostPath": xfs, "sandboxPath": "/mnt/out", "mode": "rw"}}
+	o := s.limited(map[string]any{"command": bash("touch /mnt/out/a && fallocate --keep-size -l 200M /mnt/out/a; echo status=$?"), "mounts": mounts, "maxWriteMb": 20})
+	// fallocate(1) says "keep size mode is unsupported" for EOPNOTSUPP.
+	if o.Stdout != "status=1\n" || !strings.Contains(o.Stderr, "unsupported") {
+		t.Errorf("fallocate --keep-size: %+v", o)
+	}
+	o = s.limited(map[string]any{"command": bash("fallocate --posix -l 10M /mnt/out/b; echo status=$?"), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 10000})
+	if o.Stdout != "status=0\n" || !within(o.Usage.WrittenMb, 10) {
+		t.Errorf("fallocate --posix (written zeros): %+v", o)
+	}
+}
+
+// clean empties a host directory the calls wrote to ("" for the scratch dir,
+// which goes with its call).
+func clean(t *testing.T, dir string) {
+	t.Helper()
+	if dir == "" {
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+// TestLimitDiskBigTree: the writes watchdog costs the same whatever the size of
+// the writable tree: a rw mount of 100,000 files, a command that grows a few and
+// adds some, and the limit still holds there.
+func TestLimitDiskBigTree(t *testing.T) {
+	requireSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs for the tree needs root")
+	}
+	tmpfs := t.TempDir()
+	if err := unix.Mount("tmpfs", tmpfs, "tmpfs", 0, "size=128m,nr_inodes=0,mode=0755"); err != nil {
+		t.Skip(err)
+	}
+	defer unix.Unmount(tmpfs, unix.MNT_DETACH)
+	if err := treegen.Generate(tmpfs, 100000, 0); err != nil { // empty files: no page each
+		t.Fatal(err)
+	}
+	s := start(t)
+	mounts := []map[string]any{{"hostPath": tmpfs, "sandboxPath": "/mnt/tree", "mode": "rw"}}
+	o := s.limited(map[string]any{"command": bash(`cd /mnt/tree && find . -type f | head -3 | while read f; do head -c 2000000 /dev/zero >> "$f"; done && dd if=/dev/zero of=new bs=1M count=4 status=none && echo ok`), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+	if o.Killed || o.Stdout != "ok\n" || !within(o.Usage.WrittenMb, 10) {
+		t.Errorf("10 MB into a tree of 100,000 files: %+v", o)
+	}
+	o = s.limited(map[string]any{"command": writeFiles("/mnt/tree", 5, 8), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "disk limit exceeded (") {
+		t.Errorf("40 MB into a tree of 100,000 files past maxWriteMb 20: %+v", o)
+	}
+}
+
+// TestLimitCPU: a spin past cpuMs is killed for it; a command that sleeps as long
+// is not; a tree's processes count together.
+func TestLimitCPU(t *testing.T) {
+	requireSandbox(t)
+	needPerl(t)
+	s := start(t)
+	spin := func(secs float64) []string {
+		return []string{"perl", "-e", fmt.Sprintf(`while ((times)[0] + (times)[1] < %g) {}`, secs)}
+	}
+	o := s.limited(map[string]any{"command": spin(5), "cpuMs": 300, "timeoutMs": 10000})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "cpu limit exceeded (") || !strings.Contains(o.Stderr, "> cpuMs 300; watchdog)") || o.Usage.CPUMs < 300 {
+		t.Errorf("a spin past cpuMs 300: %+v", o)
+	}
+	// Same wall time, asleep: not killed.
+	o = s.limited(map[string]any{"command": []string{"sleep", "0.6"}, "cpuMs": 300, "timeoutMs": 10000})
+	if o.Killed || o.code() != 0 || o.Usage.CPUMs > 100 {
+		t.Errorf("a sleep of the same wall time under cpuMs 300: %+v", o)
+	}
+	// Just under: 200 ms of CPU under cpuMs 300.
+	o = s.limited(map[string]any{"command": spin(0.2), "cpuMs": 300, "timeoutMs": 10000})
+	if o.Killed || o.code() != 0 {
+		t.Errorf("200 ms of CPU under cpuMs 300: %+v", o)
+	}
+	// Four processes of 0.2 s each are 0.8 s of the tree's.
+	o = s.limited(map[string]any{"command": bash(fmt.Sprintf(`for i in 1 2 3 4; do %s & done; wait`, strings.Join(quote(spin(0.2)), " "))), "cpuMs": 500, "timeoutMs": 10000})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "cpu limit exceeded (") {
+		t.Errorf("four processes of 200 ms under cpuMs 500: %+v", o)
+	}
+}
+
+func quote(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
+}
+
+// TestLimitOpenFiles: maxOpenFiles is each process's RLIMIT_NOFILE, soft and hard.
+func TestLimitOpenFiles(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.limited(map[string]any{"command": bash("ulimit -Sn; ulimit -Hn")})
+	if o.Stdout != "1024\n1024\n" {
+		t.Errorf("default maxOpenFiles: %+v", o)
+	}
+	o = s.limited(map[string]any{"command": bash("ulimit -Sn; ulimit -Hn; ulimit -n 100 && echo raised"), "maxOpenFiles": 64})
+	if !strings.HasPrefix(o.Stdout, "64\n64\n") || strings.Contains(o.Stdout, "raised") {
+		t.Errorf("maxOpenFiles 64 (and no raising it): %+v", o)
+	}
+	// 60 files open at once under 64, 70 not.
+	open := func(n int) []string {
+		return bash(fmt.Sprintf(`for i in $(seq 3 %d); do eval "exec $i</dev/null" || { echo "fd $i refused"; exit 3; }; done; echo opened`, n+2))
+	}
+	if o = s.limited(map[string]any{"command": open(60), "maxOpenFiles": 64}); o.Stdout != "opened\n" {
+		t.Errorf("60 files under maxOpenFiles 64: %+v", o)
+	}
+	if o = s.limited(map[string]any{"command": open(70), "maxOpenFiles": 64}); o.Stdout != "fd 64 refused\n" {
+		t.Errorf("70 files under maxOpenFiles 64: %+v", o)
+	}
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "maxOpenFiles": 8})
+	if got := errorOf(res); !res.IsError || got != "invalid argument: maxOpenFiles must be between 64 and 65536, got 8" {
+		t.Errorf("maxOpenFiles 8: %s", got)
+	}
+}
+
+// TestLimitUsage: usage is within 20% of what the test knows the command used.
+func TestLimitUsage(t *testing.T) {
+	requireSandbox(t)
+	needPerl(t)
+	s := start(t)
+	o := s.limited(map[string]any{"command": []string{"perl", "-e", `while ((times)[0] + (times)[1] < 0.5) {}`}, "timeoutMs": 10000})
+	if !within(o.Usage.CPUMs, 500) {
+		t.Errorf("500 ms of CPU: usage %+v", o.Usage)
+	}
+	o = s.limited(map[string]any{"command": []string{"/mnt/tools/probe", "hold", "100", "500"}, "mounts": []map[string]any{toolsMount()}, "timeoutMs": 10000})
+	if !within(o.Usage.MaxRSSMb, 100) {
+		t.Errorf("100 MB held for 0.5 s: usage %+v (%s)", o.Usage, o.Stderr)
+	}
+	o = s.limited(map[string]any{"command": bash("for i in $(seq 8); do sleep 0.5 & done; wait"), "timeoutMs": 10000})
+	if o.Usage.Processes != 9 {
+		t.Errorf("8 sleeps and their shell: usage %+v", o.Usage)
+	}
+	o = s.limited(map[string]any{"command": bash("dd if=/dev/zero of=f bs=1M count=30 status=none"), "timeoutMs": 10000})
+	if !within(o.Usage.WrittenMb, 30) {
+		t.Errorf("30 MB written: usage %+v", o.Usage)
+	}
+	// A refused call has a usage of zeros.
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "maxProcesses": 0})
+	raw, _ := json.Marshal(res.StructuredContent)
+	var refused limitOut
+	json.Unmarshal(raw, &refused)
+	if !res.IsError || refused.Usage != (usageOut{}) || !strings.Contains(errorOf(res), "maxProcesses must be between 1 and 4096, got 0") {
+		t.Errorf("refused call: %s", raw)
+	}
+}
+
+// TestLimitJSWorkerCPU: a JS worker's CPU time is capped (RLIMIT_CPU) at what it
+// used before its call plus the call's time limit, rounded up to whole seconds.
+func TestLimitJSWorkerCPU(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.callRaw("execute_js", map[string]any{"code": "while (true) {}", "timeoutMs": 2500})
+	}()
+	var limits []string
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && len(limits) == 0; time.Sleep(20 * time.Millisecond) {
+		for _, pid := range descendants(s.cmd.Process.Pid) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(string(cmdline), "worker\x00js") && strings.HasPrefix(l, "Max cpu time") && !strings.Contains(l, "unlimited") {
+					limits = append(limits, strings.Join(strings.Fields(l), " "))
+				}
+			}
+		}
+	}
+	<-done
+	if len(limits) != 1 || !strings.HasPrefix(limits[0], "Max cpu time 3 3 seconds") {
+		t.Errorf("the busy worker's CPU limit: %q, want 3 seconds (2.5 s and what it used before, rounded up)", limits)
+	}
+}
+
+// TestLimitOpenFilesWithProxy: the launcher shares its command's RLIMIT_NOFILE and
+// accepts the command's connections for the proxy under it: at the smallest
+// maxOpenFiles, twenty connections in a row through allowHosts all get through.
+func TestLimitOpenFilesWithProxy(t *testing.T) {
+	f := newNetFixture(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	url := fmt.Sprintf("http://web.test:%s/", f.webPort)
+	o := f.run(t, f.hosts(), `for i in $(seq 20); do curl -sS `+url+` || exit 9; echo; done | sort | uniq -c`, map[string]any{"maxOpenFiles": 64})
+	if o.code() != 0 || !strings.Contains(o.Stdout, "20 hello from web.test") {
+		t.Errorf("20 connections through the proxy under maxOpenFiles 64: %+v", o)
+	}
+}
