@@ -70,7 +70,13 @@ func (e *env) printSession(cmd string, out *supervisor.SessionOutput, asJSON boo
 		return e.printed(cmd, writeJSON(e.stdout, out), status)
 	}
 	io.WriteString(e.stdout, out.Stdout)
-	io.WriteString(e.stderr, out.Stderr)
+	stderr := out.Stderr
+	if out.Killed {
+		// The reason, first, in the command line's words (--cpu, not cpuMs).
+		reason, rest, _ := strings.Cut(stderr, "\n")
+		stderr = wordsOf("exec").say(reason) + "\n" + rest
+	}
+	io.WriteString(e.stderr, stderr)
 	if out.Running {
 		return ExitOK
 	}

@@ -28,12 +28,12 @@ var commandWords = map[string]words{
 	"exec": {
 		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "cwd": "--cwd",
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
+		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",
 	},
 	"session": {
 		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",
 		"exec_command": "autobox exec",
-		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",
