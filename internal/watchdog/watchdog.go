@@ -10,8 +10,8 @@
 // whichever is longer, so the watchdog spends at most a fifth of a CPU on a
 // tree however large it grows (a fork bomb's, say). A tree watched for longer
 // than LongAfter (a session, a task's harness: a call lasts 30 s at most) is
-// measured every LongInterval at most often: sixteen sessions measured every
-// 10 ms kept a server at 60% of a core.
+// measured every LongInterval at most often: sixteen idle sessions took 18% of
+// a core measured every 10 ms, 7% every 100 ms.
 package watchdog
 
 import (
