@@ -3,6 +3,7 @@ module github.com/autobox-dev/autobox
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/dop251/goja v0.0.0-20260311135729-065cd970411c
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,11 +57,12 @@ const exitCodesHelp = `Exit status:
   153  disk limit (exec)          154  process limit (exec)
 `
 
-// Main runs one command; args[0] is the command name (js, exec, ws, batch, doctor).
+// Main runs one command; args[0] is the command name (js, exec, ws, batch, doctor,
+// session).
 // It returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "autobox: no command (js, exec, ws, batch, doctor)")
+		fmt.Fprintln(stderr, "autobox: no command (js, exec, ws, batch, doctor, session)")
 		return ExitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,8 +79,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return e.batch(args[1:])
 	case "doctor":
 		return e.doctor(args[1:])
+	case "session":
+		return e.session(args[1:])
 	}
-	fmt.Fprintf(stderr, "autobox: unknown command %q (js, exec, ws, batch, doctor)\n", args[0])
+	fmt.Fprintf(stderr, "autobox: unknown command %q (js, exec, ws, batch, doctor, session)\n", args[0])
 	return ExitUsage
 }
 
@@ -160,6 +164,22 @@ func (e *env) parse(fs *flag.FlagSet, cmd, help string, args []string) (pos []st
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// action reads a command's action, its first argument: one of actions, or a
+// request for help. done is true when the command should exit with code.
+func (e *env) action(cmd, help string, fs *flag.FlagSet, args []string, actions ...string) (action string, done bool, code int) {
+	list := strings.Join(actions[:len(actions)-1], ", ") + " or " + actions[len(actions)-1]
+	switch {
+	case len(args) == 0:
+		return "", true, e.usage(cmd, "no action: %s", list)
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help":
+		e.printHelp(fs, help)
+		return "", true, ExitOK
+	case !slices.Contains(actions, args[0]):
+		return "", true, e.usage(cmd, "unknown action %q: %s", args[0], list)
+	}
+	return args[0], false, 0
 }
 
 // given reports whether the flag was set on the command line.

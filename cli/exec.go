@@ -21,6 +21,13 @@ killed at --timeout, an RSS watchdog at --memory, and limits on processes, bytes
 written, CPU time and open files (see Flags). Sandbox paths
 (/mnt/...) in ARGV are rewritten to host paths. Stdin is not passed on.
 
+With --yield the command is started as a session: autobox answers after at most
+that long, and if the command still runs, prints its session id on stdout (its
+output so far on stderr) and leaves it running in its sandbox, for 'autobox session
+poll|write|signal|close' (see autobox session --help). --timeout may then be up to
+1h (default 10m). Sessions live in a session server of your own that autobox starts
+for them; they end with it.
+
 The command's output is collected by the sandbox (stdout up to 256 KB, stderr up to
 64 KB, longer output is cut with a note) and printed when it ends: stdout to stdout,
 stderr to stderr. autobox exits with the command's exit status, or one of the codes
@@ -36,6 +43,8 @@ Examples:
   autobox exec --workspace 0b5e... --cwd /mnt/project -- sh -c 'sed -i s/a/b/ x.txt'
   autobox exec --json -- uname -a | jq .stdout
   autobox exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests
+  id=$(autobox exec --yield 2s --network --timeout 1h -- python3 -u -m http.server 8000)
+  id=$(autobox exec --yield 1s --tty -- sh -i)
 `
 
 func (e *env) exec(args []string) int {
@@ -43,6 +52,11 @@ func (e *env) exec(args []string) int {
 	var l limitFlags
 	l.register(fs, policy.ExecDefaultTimeoutMs, policy.ExecMaxTimeoutMs, policy.ExecDefaultMemoryMb, policy.ExecMinMemoryMb, policy.ExecMaxMemoryMb)
 	cwd := fs.String("cwd", "", "working directory (sandbox or host path) inside a mount; default: the scratch dir")
+	yield, rows, cols := optMillis(), optInt(), optInt()
+	fs.Var(&yield, "yield", "start a session: answer after at most this long (e.g. 2s, max 30s) and leave the command running; prints its id (see autobox session)")
+	tty := fs.Bool("tty", false, "with --yield: run the command on a pseudo-terminal")
+	fs.Var(&rows, "rows", "--tty: the terminal's height (default 24)")
+	fs.Var(&cols, "cols", "--tty: the terminal's width (default 80)")
 	var r resourceFlags
 	r.register(fs)
 	// ARGV starts at the first non-flag or after "--": flags after it are the command's.
@@ -62,13 +76,18 @@ func (e *env) exec(args []string) int {
 	if err != nil {
 		return e.usage("exec", "%v", err)
 	}
+	in := &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
+		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v,
+		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
+	if yield.v != nil {
+		return e.execYield(in, l.json)
+	}
 	s, err := e.server(-1) // no JS worker to warm
 	if err != nil {
 		return e.fail("exec", err)
 	}
 	defer s.Close()
-	out, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
-		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v})
+	out, err := s.ExecCommand(e.ctx, in)
 	if err != nil {
 		return e.fail("exec", err)
 	}

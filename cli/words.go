@@ -29,6 +29,11 @@ var commandWords = map[string]words{
 		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "cwd": "--cwd",
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
 		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
+		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",
+	},
+	"session": {
+		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",
+		"exec_command": "autobox exec",
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",

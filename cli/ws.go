@@ -54,17 +54,9 @@ func (e *env) ws(args []string) int {
 	copyMode := fs.String("copy-mode", "", "create: clone (copy-on-write only, the default) or auto (ordinary copy where cloning is impossible)")
 	var excludes listFlag
 	fs.Var(&excludes, "exclude", "create: a relative path or subtree to leave out, e.g. node_modules (repeatable)")
-	if len(args) == 0 {
-		return e.usage("ws", "no action: create, status, sync, discard or list")
-	}
-	action := args[0]
-	switch action {
-	case "-h", "-help", "--help", "help":
-		e.printHelp(fs, wsHelp)
-		return ExitOK
-	case "create", "status", "sync", "discard", "list":
-	default:
-		return e.usage("ws", "unknown action %q: create, status, sync, discard or list", action)
+	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "discard", "list")
+	if done {
+		return status
 	}
 	pos, done, status := e.parse(fs, "ws", wsHelp, args[1:])
 	if done {

@@ -40,6 +40,8 @@ const (
 	tagRoot     = 10
 	tagLookups  = 11
 	tagUsage    = 12
+	tagStdin    = 13
+	tagTerminal = 14
 )
 
 // Tags of policy.Command.
@@ -154,6 +156,8 @@ func (e *encoder) message(m *message) {
 	e.flag(tagPrepared, m.Prepared)
 	e.flag(tagRoot, m.PrivateRoot)
 	e.strs(tagLookups, m.Lookups)
+	e.flag(tagStdin, m.Stdin)
+	e.flag(tagTerminal, m.Terminal)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -310,6 +314,10 @@ func (d *decoder) message(m *message) error {
 			m.PrivateRoot = true
 		case tagLookups:
 			m.Lookups, err = d.strs()
+		case tagStdin:
+			m.Stdin = true
+		case tagTerminal:
+			m.Terminal = true
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:

@@ -45,6 +45,10 @@
 //     exactly fds 0-2, exactly the given environment. The launcher is a child
 //     subreaper; when the command exits or Kill is called it SIGKILLs every
 //     descendant (setsid and double-fork included) until none is left.
+//     A session's command (Pool.StartInteractive) gets the caller's stdin
+//     instead, or a pseudo-terminal's slave as fds 0-2, and then a session of
+//     its own with that terminal as its controlling tty; Tree.Signal has the
+//     launcher send SIGINT, SIGTERM or SIGKILL to its process group.
 //   - The launcher is out of its command's reach: the thread that restricts
 //     itself and starts the command exits, so no thread of the launcher is
 //     in the command's Landlock domain (scoping refuses signals to it, the

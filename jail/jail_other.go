@@ -46,6 +46,11 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 	return nil, errPlatform
 }
 
+// StartInteractive fails: there is no launcher on this platform.
+func (p *Pool) StartInteractive(spec *Spec, stdout, stderr *os.File, memory int64, in *Interactive) (*Tree, error) {
+	return nil, errPlatform
+}
+
 // Close does nothing.
 func (p *Pool) Close() {}
 

@@ -98,12 +98,19 @@ func launch() int {
 		fwd.serve(st.net)
 	}
 	ctl := os.NewFile(ctlFD, "ctl")
-	// Any byte, EOF (Kill closed it, or the supervisor died) or an error on
-	// the control socket means: stop now.
+	// A signal frame is passed on to the command's process group; anything
+	// else, EOF (Kill closed it, or the supervisor died) or an error on the
+	// control socket means: stop now.
+	cmd := &command{pid: pid}
 	go func() {
-		var b [1]byte
-		_, _ = ctl.Read(b[:])
-		requestStop()
+		for {
+			m, err := readFrame(ctl)
+			if err != nil || m.Type != msgSignal {
+				requestStop()
+				return
+			}
+			cmd.signal(m.Signal)
+		}
 	}()
 	// A stop request, or the command leaving processes behind, kills every
 	// descendant, round after round, until reap has seen the last of them.
@@ -115,7 +122,7 @@ func launch() int {
 		case <-empty:
 		}
 	}()
-	ws := reap(pid, requestStop)
+	ws := reap(cmd, requestStop)
 	close(empty)
 	msg := &message{Type: msgExit, Lookups: fwd.names(), Usage: treeUsage()}
 	switch {
@@ -179,7 +186,7 @@ func startFromSpec(status *os.File) started {
 		}
 		return fail("", err)
 	}
-	pid, privateRoot, pnet, spawnErr, err := startCommand(m.Spec, [2]int{fds[0], fds[1]}, pr)
+	pid, privateRoot, pnet, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
 		return fail(errKindSandbox, err)
@@ -196,7 +203,7 @@ func startFromSpec(status *os.File) started {
 // closed the socket first.
 func readControl(ctl *os.File) (*message, []int, error) {
 	var hdr [4]byte
-	oob := make([]byte, unix.CmsgSpace(4*2))
+	oob := make([]byte, unix.CmsgSpace(4*3))
 	var n, oobn int
 	var err error
 	for {
@@ -226,13 +233,18 @@ func readControl(ctl *os.File) (*message, []int, error) {
 }
 
 // checkSpecFrame checks that m is a spec with a command, sent with stdout and
-// stderr.
+// stderr, and stdin first if it says so.
 func checkSpecFrame(m *message, fds []int) error {
 	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
 		return fmt.Errorf("want a spec frame with a command, got %q", m.Type)
 	}
-	if len(fds) != 2 {
+	switch {
+	case m.Stdin && len(fds) != 3:
+		return fmt.Errorf("spec came with %d descriptors, want stdin, stdout and stderr", len(fds))
+	case !m.Stdin && len(fds) != 2:
 		return fmt.Errorf("spec came with %d descriptors, want stdout and stderr", len(fds))
+	case m.Terminal && !m.Stdin:
+		return errors.New("a spec for a terminal came without it")
 	}
 	return nil
 }
@@ -242,12 +254,11 @@ func checkSpecFrame(m *message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, spawnErr, err error) {
+func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
+	defer cio.close()
 	if !spec.Unsafe {
 		if pnet, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
 			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
@@ -288,8 +299,8 @@ func startCommand(spec *Spec, fds [2]int, pr *prepared) (pid int, privateRoot bo
 	pid, err = syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   env,
-		Files: []uintptr{0, uintptr(fds[0]), uintptr(fds[1])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Files: cio.files(),
+		Sys:   cio.sysProcAttr(),
 	})
 	if err != nil {
 		return 0, privateRoot, nil, fmt.Errorf("exec %s: %w", path, err), nil
@@ -358,18 +369,19 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 // reap collects every child until none is left, and returns the command's
 // wait status. ECHILD means no children and therefore no descendants: an
 // orphan is always reparented to us. If the command leaves processes behind,
-// reap calls leftover (to have them killed) and goes on.
-func reap(cmd int, leftover func()) unix.WaitStatus {
+// reap calls leftover (to have them killed) and goes on. The command is marked
+// gone before it is reaped (see command.signal).
+func reap(cmd *command, leftover func()) unix.WaitStatus {
 	var ws, status unix.WaitStatus
 	flags := 0
 	for {
-		pid, err := unix.Wait4(-1, &ws, flags, nil)
+		pid, err := cmd.wait(&ws, flags)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return status
-		case pid == cmd:
+		case pid == cmd.pid:
 			status = ws
 			// Usually the command leaves nothing behind; finding that out
 			// here spares the common case a scan of /proc.

@@ -111,6 +111,21 @@ func release(t *Tree) {
 // in bytes on the memory of the whole tree, where the host lets this process
 // make cgroups (see Tree.OOMKilled); 0 sets none.
 func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, error) {
+	return p.start(spec, stdout, stderr, memory, nil)
+}
+
+// StartInteractive is Start for a command that will run long and read input
+// (a session): it gets in's Stdin as its stdin, and on a terminal a session
+// of its own (see Interactive). The pool is refilled at once, as the launcher
+// will not come back soon. Signal reaches the command's process group.
+func (p *Pool) StartInteractive(spec *Spec, stdout, stderr *os.File, memory int64, in *Interactive) (*Tree, error) {
+	if in == nil || in.Stdin == nil {
+		return nil, fmt.Errorf("%w: an interactive command without stdin", ErrPolicy)
+	}
+	return p.start(spec, stdout, stderr, memory, in)
+}
+
+func (p *Pool) start(spec *Spec, stdout, stderr *os.File, memory int64, in *Interactive) (*Tree, error) {
 	if err := checkSpec(spec, stdout, stderr); err != nil {
 		return nil, err
 	}
@@ -143,14 +158,18 @@ func (p *Pool) Start(spec *Spec, stdout, stderr *os.File, memory int64) (*Tree, 
 			}
 			pooled = false
 		}
-		p.handOut(t, spaced)
+		if in != nil {
+			p.handOutLong(t)
+		} else {
+			p.handOut(t, spaced)
+		}
 		select {
 		case <-t.finished: // died while idle (killed from outside?)
 			release(t)
 			continue
 		default:
 		}
-		err := t.send(spec, stdout, stderr, memory)
+		err := t.send(spec, stdout, stderr, memory, in)
 		if err == nil {
 			return t, nil
 		}
@@ -176,6 +195,14 @@ func (p *Pool) handOut(t *Tree, spaced bool) {
 		p.refill()
 		<-t.reaped
 	})
+}
+
+// handOutLong refills the pool at once for a tree that will run long (a
+// session): waiting for it to end would leave the pool a launcher short all
+// that time. Close waits for t's cgroup to be removed.
+func (p *Pool) handOutLong(t *Tree) {
+	p.refill()
+	p.goTracked(func() { <-t.reaped })
 }
 
 // waitToRefill waits until t's launcher has exited and then pace.AfterCall, or

@@ -22,14 +22,19 @@ import (
 //	                                               (root only), Landlock ruleset with
 //	                                               base's rules, bounding set emptied
 //	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ C: the spec's paths into the root,
-//	                                               seal it; resolve argv[0]; restrict
-//	                                               C; fork+exec command (own pgrp,
-//	                                               fds 0=/dev/null,1=out,2=err)
+//	    (a session: {spec, stdin[, terminal]}      seal it; resolve argv[0]; restrict
+//	     + [in, out, err])                         C; fork+exec command (own pgrp,
+//	                                               fds 0=/dev/null,1=out,2=err; or
+//	                                               0=in; a terminal: own session,
+//	                                               in as controlling tty)
 //	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit;
 //	                                               C exits, M: OOM score -1000, reap
 //	        ...command runs, writes straight into out and err...
+//	  Signal: ctl ── {signal, SIGINT} ───────────▶ kill(-command's pgrp), while the
+//	                                               command is not reaped
 //	  Kill: close ctl    ── EOF ─────────────────▶ kill request (also SIGTERM/INT/HUP,
-//	                                               and EOF when the supervisor dies)
+//	                                               EOF when the supervisor dies, and
+//	                                               any frame but a signal)
 //	                                               command exited or kill requested:
 //	                                               SIGKILL every descendant, reap,
 //	                                               repeat until it has no children
@@ -47,6 +52,9 @@ const (
 	msgSpawnError = "spawn_error"
 	msgError      = "error"
 	msgExit       = "exit"
+	// msgSignal asks a running launcher to signal its command's process group
+	// (Signal names the signal: one of signalable).
+	msgSignal = "signal"
 
 	// errKindSandbox marks an error frame from a failed RestrictThread.
 	errKindSandbox = "sandbox"
@@ -77,6 +85,14 @@ type message struct {
 	Kind    string
 	// Usage is, in an exit frame, what the kernel accounted of the reaped tree.
 	Usage *policy.Usage
+
+	// Stdin says in a spec frame that three descriptors came with it: the
+	// command's stdin, stdout and stderr (else two, and stdin is /dev/null).
+	Stdin bool
+	// Terminal says in a spec frame that stdin is a terminal (a pseudo-
+	// terminal's slave): the command gets a session of its own, with it as
+	// its controlling terminal.
+	Terminal bool
 }
 
 func encodeFrame(m *message) ([]byte, error) {

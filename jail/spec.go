@@ -1,6 +1,10 @@
 package jail
 
-import "github.com/autobox-dev/autobox/policy"
+import (
+	"os"
+
+	"github.com/autobox-dev/autobox/policy"
+)
 
 // Spec is one command to run in a sandbox through the launcher.
 type Spec = policy.Command
@@ -18,3 +22,15 @@ const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
 // ProxyPort is where, inside its private network, a command reaches the proxy
 // for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
 const ProxyPort = 3128
+
+// Interactive is what a command that outlives its first answer (a session)
+// gets besides what Start gives: an input, and perhaps a terminal.
+type Interactive struct {
+	// Stdin is the command's standard input: a pipe's read end, or a
+	// terminal. Required.
+	Stdin *os.File
+	// Terminal says that Stdin is a pseudo-terminal's slave, given as stdout
+	// and stderr too: the command gets a session of its own with it as its
+	// controlling terminal.
+	Terminal bool
+}

@@ -79,7 +79,7 @@ func spawnAndSend(exe string, spec *Spec, stdout, stderr *os.File) (*Tree, error
 	if err != nil {
 		return nil, err
 	}
-	if err := t.send(spec, stdout, stderr, 0); err != nil {
+	if err := t.send(spec, stdout, stderr, 0, nil); err != nil {
 		t.Kill()
 		return nil, err
 	}
@@ -169,9 +169,16 @@ func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 
 // send limits the launcher's cgroup (if any) to memory bytes (0: no limit)
 // and hands the launcher its command. stdout and stderr go along as
-// SCM_RIGHTS with the first bytes of the frame.
-func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
-	frame, err := encodeFrame(&message{Type: msgSpec, Spec: spec})
+// SCM_RIGHTS with the first bytes of the frame, after in's Stdin if in is not
+// nil.
+func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Interactive) error {
+	m := &message{Type: msgSpec, Spec: spec}
+	files := []*os.File{stdout, stderr}
+	if in != nil {
+		m.Stdin, m.Terminal = true, in.Terminal
+		files = append([]*os.File{in.Stdin}, files...)
+	}
+	frame, err := encodeFrame(m)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
@@ -184,10 +191,40 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64) error {
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
 	// Fd puts the files into blocking mode; the command shares that mode.
-	err = t.sendFrame(frame, unix.UnixRights(int(stdout.Fd()), int(stderr.Fd())))
-	runtime.KeepAlive(stdout)
-	runtime.KeepAlive(stderr)
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	err = t.sendFrame(frame, unix.UnixRights(fds...))
+	runtime.KeepAlive(files)
 	return err
+}
+
+// Signal asks the launcher to send sig ("SIGINT", "SIGTERM" or "SIGKILL") to
+// the command's process group (the group of the command it started; not
+// processes that left it). Once the command has exited it does nothing.
+func (t *Tree) Signal(sig string) error {
+	if _, ok := signalable[sig]; !ok {
+		return fmt.Errorf("%w: the launcher does not send %q", ErrPolicy, sig)
+	}
+	frame, err := encodeFrame(&message{Type: msgSignal, Signal: sig})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-t.finished:
+		return nil
+	default:
+	}
+	if err := t.sendFrame(frame, nil); err != nil {
+		select {
+		case <-t.finished: // it ended meanwhile, and the control socket closed
+			return nil
+		default:
+		}
+		return err
+	}
+	return nil
 }
 
 // prepare asks an idle launcher to build what it can of a sandbox that extends

@@ -34,15 +34,19 @@ type ExecInput struct {
 	MaxWriteMb   *int               `json:"maxWriteMb,omitempty" jsonschema:"MB the tree may write to files (rw mounts, workspaces, scratch); a single file past it gets EFBIG, all of them together past it kill the call"`
 	CpuMs        *int               `json:"cpuMs,omitempty" jsonschema:"CPU time of the whole tree in ms; 0: no CPU limit, only the wall-clock one"`
 	MaxOpenFiles *int               `json:"maxOpenFiles,omitempty" jsonschema:"open files per process (RLIMIT_NOFILE)"`
+	YieldMs      *int               `json:"yieldMs,omitempty" jsonschema:"make the call a session: answer after at most this long; if the command is still running the answer is {running: true, sessionId, stdout, stderr, durationMs} and it runs on (drive it with exec_session), with this call's mounts, network, limits and timeoutMs for its whole life. Absent: run to the end"`
+	TTY          bool               `json:"tty,omitempty" jsonschema:"run the command on a pseudo-terminal (isatty is true; stdout and stderr arrive together as stdout, with the terminal's bytes); with yieldMs, write control keys such as \\u0003 (Ctrl-C)"`
+	Rows         *int               `json:"rows,omitempty" jsonschema:"tty: the terminal's height in lines"`
+	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
 }
 
 // ExecOutput is the exec_command result.
 type ExecOutput struct {
 	Stdout          string        `json:"stdout" jsonschema:"the command's standard output, at most 256 KB"`
 	Stderr          string        `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
-	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error)"`
+	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error), or while a session's command runs (running: true)"`
 	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
-	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms"`
+	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms; in a session's answers, since the command started"`
 	StdoutTruncated bool          `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
 	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
 	Signal          string        `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
@@ -52,6 +56,10 @@ type ExecOutput struct {
 	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
 	Network         *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts reached and the connections refused, with why"`
 	Usage           Usage         `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
+	Running         bool          `json:"running,omitempty" jsonschema:"a session's command is still running (exitCode is null): drive it with exec_session and sessionId"`
+	SessionID       string        `json:"sessionId,omitempty" jsonschema:"the session, while running is true"`
+	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
+	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
 }
 
 // execCall is a validated exec_command call.
@@ -64,6 +72,10 @@ type execCall struct {
 	cwd       string // host path, "" = scratch
 	timeoutMs int
 	limits    treeLimits
+	// A session (see session.go): yieldMs, and a terminal if tty.
+	yield      *time.Duration
+	tty        bool
+	rows, cols int
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -88,7 +100,10 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, fmt.Errorf("%w: command is %d bytes, at most %d allowed", policy.ErrInvalid, total, maxArgBytes)
 	}
 	var err error
-	if c.timeoutMs, err = bounded(execTimeoutMs, in.TimeoutMs); err != nil {
+	if err = c.validateSession(in); err != nil {
+		return nil, err
+	}
+	if c.timeoutMs, err = c.boundedTimeout(in.TimeoutMs); err != nil {
 		return nil, err
 	}
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
@@ -149,6 +164,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		return nil, err
 	}
+	if c.yield != nil {
+		return s.startSession(ctx, in, c, start)
+	}
 	leave, err := s.enter(ctx, c.mounts)
 	if err != nil {
 		return nil, err
@@ -165,17 +183,12 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
 	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
-	var pc *proxy.Call
-	if c.net.proxied() {
-		if pc, err = s.proxyFor(ctx, c.net); err != nil {
-			return nil, err
-		}
+	pc, err := s.proxyCall(ctx, c, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if pc != nil {
 		defer pc.Close()
-		if err := s.proxySetup(pc, cmd); err != nil {
-			return nil, err
-		}
-		// The connect helper that git over ssh runs (GIT_SSH_COMMAND).
-		cmd.Sandbox.ReadOnly = append(cmd.Sandbox.ReadOnly, s.exe)
 	}
 	out := &ExecOutput{}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
@@ -207,27 +220,77 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	defer forget()
 
-	var killedBy string
-	var once sync.Once
-	kill := func(reason string) {
-		once.Do(func() {
-			killedBy = reason
-			tree.Kill()
-		})
-	}
-	timer := time.AfterFunc(c.timeout, func() { kill("timeout") })
-	defer timer.Stop()
-	watch := c.limits.watch(tree, kill)
-	stopCancel := context.AfterFunc(ctx, func() { kill("cancelled") })
+	k := &killSwitch{tree: tree}
+	stopLimits := c.enforce(tree, k)
+	stopCancel := context.AfterFunc(ctx, func() { k.kill("cancelled") })
 	res, werr := tree.Wait()
 	stopCancel()
-	watched := watch.Stop()
-	once.Do(func() {}) // no kill after this point, and killedBy is safe to read
+	watched := stopLimits()
+	killedBy := k.settle()
 	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	return c.ended(out, tree, res, werr, killedBy, scratch, pc)
+}
+
+// proxyCall starts the proxy's part of a call with allowHosts, and points cmd
+// at it; nil without allowHosts. The caller closes it.
+func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command) (*proxy.Call, error) {
+	if !c.net.proxied() {
+		return nil, nil
+	}
+	pc, err := s.proxyFor(ctx, c.net)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.proxySetup(pc, cmd); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	// The connect helper that git over ssh runs (GIT_SSH_COMMAND).
+	cmd.Sandbox.ReadOnly = append(cmd.Sandbox.ReadOnly, s.exe)
+	return pc, nil
+}
+
+// killSwitch ends a tree once, for the first reason given.
+type killSwitch struct {
+	tree   tree
+	once   sync.Once
+	reason string
+}
+
+func (k *killSwitch) kill(reason string) {
+	k.once.Do(func() {
+		k.reason = reason
+		k.tree.Kill()
+	})
+}
+
+// settle returns the reason of the kill, if any: no kill comes after it.
+func (k *killSwitch) settle() string {
+	k.once.Do(func() {})
+	return k.reason
+}
+
+// enforce kills the tree at the call's time limit and, by the watchdog, at its
+// other limits. The returned func stops both and returns what the watchdog saw
+// the tree use.
+func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
+	timer := time.AfterFunc(c.timeout, func() { k.kill("timeout") })
+	watch := c.limits.watch(t, k.kill)
+	return func() policy.Usage {
+		timer.Stop()
+		return watch.Stop()
+	}
+}
+
+// ended completes out, the result of a command whose tree is gone, with how it
+// ended: res and werr as Wait returned them, killedBy the reason of a kill ("" for
+// none; "timeout", "cancelled", a limit's text, or a session's own note); scratch
+// was its scratch dir, pc its proxy call (nil without allowHosts), closed here.
+func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy, scratch string, pc *proxy.Call) (*ExecOutput, error) {
 	// A launcher that died among OOM kills in the call's cgroup was one of
 	// them (a command may lower its processes' OOM scores to the launcher's
 	// where autobox cannot pin them): the limit is the answer.
@@ -263,6 +326,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	case killedBy == "cancelled":
 		out.Killed = true
 		out.Stderr = "killed: call cancelled\n" + out.Stderr
+	case killedBy != "":
+		out.Killed = true
+		out.Stderr = killedBy + "\n" + out.Stderr
 	}
 	if pc != nil {
 		for _, name := range res.Lookups {
@@ -381,6 +447,10 @@ func commandEnv(scratch string) []string {
 		"ENV=/dev/null",
 		"LANG=C.UTF-8",
 		"TERM=dumb",
+		// Plain text for the model: no colours, no pager waiting for a key.
+		"NO_COLOR=1",
+		"PAGER=cat",
+		"GIT_PAGER=cat",
 	}
 	return append(env, caEnv()...)
 }
@@ -497,7 +567,7 @@ func (s *Server) execTool(ctx context.Context, in *ExecInput) (*ExecOutput, bool
 	if err != nil {
 		return nil, false, err
 	}
-	return out, out.ExitCode == nil || out.Killed, nil
+	return out, !out.Running && (out.ExitCode == nil || out.Killed), nil
 }
 
 // execFailed is the result of an exec_command call that was refused: the command did

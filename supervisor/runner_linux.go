@@ -36,9 +36,33 @@ func (r *jailRunner) close() {
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
 func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
+	if err := r.ready(c); err != nil {
+		return nil, err
+	}
+	t, err := r.pool.Start(c, stdout, stderr, memory)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (r *jailRunner) startInteractive(c *policy.Command, memory int64, stdout, stderr *os.File, in *jail.Interactive) (signalTree, error) {
+	if err := r.ready(c); err != nil {
+		return nil, err
+	}
+	t, err := r.pool.StartInteractive(c, stdout, stderr, memory, in)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ready refuses c where the host cannot enforce its sandbox, and makes the
+// launcher pool on the first command.
+func (r *jailRunner) ready(c *policy.Command) error {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
-			return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
+			return fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
 		}
 	}
 	r.once.Do(func() {
@@ -51,11 +75,7 @@ func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.F
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
 	})
-	t, err := r.pool.Start(c, stdout, stderr, memory)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return nil
 }
 
 // rootIsLauncher: a tree's root process is its launcher, whose own memory, CPU and

@@ -67,6 +67,27 @@ func (p intParam) rule() rule {
 	}
 }
 
+// bounds states a parameter's bounds, for one that has no default (its absence
+// means something of its own).
+func (p intParam) bounds() rule {
+	return func(s *jsonschema.Schema) {
+		lo, hi := float64(p.min), float64(p.max)
+		s.Minimum, s.Maximum = &lo, &hi
+		s.Description += fmt.Sprintf(" (%d-%d)", p.min, p.max)
+	}
+}
+
+// sessionRule is the rule of a parameter whose bounds and default differ in a
+// session (exec_command with yieldMs): the schema takes the wider bounds.
+func (p intParam) sessionRule(session intParam) rule {
+	return func(s *jsonschema.Schema) {
+		lo, hi := float64(min(p.min, session.min)), float64(max(p.max, session.max))
+		s.Minimum, s.Maximum = &lo, &hi
+		s.Default = mustJSON(p.def)
+		s.Description += fmt.Sprintf(" (default %d; %d-%d; with yieldMs, a session: default %d, up to %d)", p.def, p.min, p.max, session.def, session.max)
+	}
+}
+
 // byDefault states the value an absent parameter takes.
 func byDefault(v any) rule {
 	return func(s *jsonschema.Schema) {
@@ -116,10 +137,20 @@ var inputRules = map[string]map[string][]rule{
 	}),
 	"exec_command": withMounts(limitRules(map[string][]rule{
 		"command":      {items(1, maxArgs)},
-		"timeoutMs":    {execTimeoutMs.rule()},
+		"timeoutMs":    {execTimeoutMs.sessionRule(sessionTimeoutMs)},
 		"memoryMb":     {execMemoryMb.rule()},
 		"allowNetwork": {byDefault(false)},
+		"yieldMs":      {execYieldMs.bounds()},
+		"tty":          {byDefault(false)},
+		"rows":         {ttyRows.rule()},
+		"cols":         {ttyCols.rule()},
 	})),
+	"exec_session": {
+		"action":     {choices(true, sessionActions...)},
+		"signal":     {choices(false, sessionSignals...)},
+		"yieldMs":    {sessionYieldMs.rule()},
+		"closeStdin": {byDefault(false)},
+	},
 	"copy_then_sync": {
 		"action":   {choices(true, "create", "status", "sync", "discard")},
 		"copyMode": {choices(false, store.CopyModeClone, store.CopyModeAuto)},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/store"
 )
 
@@ -51,6 +52,12 @@ type Options struct {
 	// AllowHosts is the server's host allowlist (--allow-host): every call's
 	// default and ceiling (see networkChoice). Empty: calls choose freely.
 	AllowHosts []string
+	// MaxSessions is how many exec_command sessions (yieldMs) may be open at
+	// once; 0 means session.DefaultMax (16).
+	MaxSessions int
+	// SessionIdle ends a session that no call has named for this long; 0 means
+	// session.DefaultIdle (10 minutes).
+	SessionIdle time.Duration
 
 	// noDirect passes every request to the SDK (see lineConn.directCall): tests set it to
 	// compare the two paths.
@@ -75,6 +82,8 @@ type Server struct {
 	proxyOnce sync.Once
 	proxy     *proxy.Proxy
 	proxyErr  error
+
+	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -125,6 +134,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.runner = newRunner(exe, opts.Unsafe)
 	s.scratch = newScratchDirs()
+	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
 		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")
 	}
@@ -134,6 +144,7 @@ func New(opts Options) (*Server, error) {
 // Close ends every running command tree and worker, waits (briefly) for in-flight
 // calls to clean up their scratch dirs, and stops the pool. In-flight calls fail.
 func (s *Server) Close() {
+	s.sessions.CloseAll("killed: the server is shutting down", 5*time.Second)
 	s.mu.Lock()
 	s.closed = true
 	for t := range s.trees {
@@ -189,7 +200,7 @@ func (s *Server) MCPServer() *mcp.Server {
 func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 	calls := map[string]toolCall{}
 	srv := mcp.NewServer(implementation, &mcp.ServerOptions{
-		Instructions: "autobox runs JavaScript (execute_js) and shell commands (exec_command) in a sandbox. Every call carries its own permissions: mounts, network, time and memory. Anything not allowed is denied.",
+		Instructions: "autobox runs JavaScript (execute_js) and shell commands (exec_command) in a sandbox. Every call carries its own permissions: mounts, network, time and memory. Anything not allowed is denied. A command given yieldMs becomes a session that outlives the call (a dev server, a REPL, a prompt to answer): exec_session polls, writes to, signals and closes it.",
 	})
 	f := false
 	t := true
@@ -200,9 +211,14 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 	}, s.jsTool, jsFailed)
 	addTool(srv, calls, &mcp.Tool{
 		Name:        "exec_command",
-		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}.",
+		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}. With yieldMs it answers after at most that long, and a command still running goes on as a session ({running: true, sessionId}; timeoutMs up to 1 hour; tty for a terminal), driven with exec_session.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.execTool, execFailed)
+	addTool(srv, calls, &mcp.Tool{
+		Name:        "exec_session",
+		Description: "Drive a command that exec_command started with yieldMs (a session), still running in its sandbox: poll for its output since the last answer (waiting up to yieldMs), write input to its stdin (then poll), signal it (INT, TERM, KILL; then poll), close it (kill the whole tree; the final result), or list the open sessions. Answers are exec_command's result: {running: true, sessionId, stdout, stderr, durationMs} while it runs, then once its final result with exitCode; stdoutDropped/stderrDropped count output not read in time. Sessions end at their timeoutMs, on close, after the server's idle limit (10 minutes) without a call, and with the server; at most 16 at once.",
+		Annotations: &mcp.ToolAnnotations{Title: "Drive a running command", DestructiveHint: &t, OpenWorldHint: &t},
+	}, s.ExecSession, sessionFailed)
 	addTool(srv, calls, &mcp.Tool{
 		Name:        "copy_then_sync",
 		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts; sync: apply workspace changes to the host (conflicts abort with nothing applied); discard: delete the workspace. The host source is unchanged until sync.",

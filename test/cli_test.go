@@ -26,6 +26,8 @@ type cliHome struct {
 	dir   string
 	state string
 	env   []string
+	// sessions: runs may leave the session server running (see TestCLISession).
+	sessions bool
 }
 
 func newCLIHome(t *testing.T) *cliHome {
@@ -70,6 +72,9 @@ func (h *cliHome) run(stdin string, args ...string) cliRun {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		h.t.Fatalf("autobox %s: %v", strings.Join(args, " "), err)
+	}
+	if h.sessions {
+		return r
 	}
 	noLeftovers(h.t)
 	if cmd.Process != nil {
@@ -120,14 +125,14 @@ func procsOf(exe string) []string {
 
 func TestCLIHelp(t *testing.T) {
 	h := newCLIHome(t)
-	for _, c := range [][]string{{"js", "--help"}, {"exec", "--help"}, {"ws", "--help"}, {"ws", "status", "-h"}, {"batch", "--help"}, {"doctor", "--help"}} {
+	for _, c := range [][]string{{"js", "--help"}, {"exec", "--help"}, {"ws", "--help"}, {"ws", "status", "-h"}, {"batch", "--help"}, {"doctor", "--help"}, {"session", "--help"}} {
 		r := h.run("", c...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage: autobox "+c[0]) || !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "Flags:") {
 			t.Errorf("%s", r)
 		}
 	}
 	// Usage errors: exit 2 and a pointer to --help, on stderr only.
-	for _, c := range [][]string{{"js", "--bogus"}, {"js", "-e", "1", "file.js"}, {"exec"}, {"exec", "--timeout", "soon", "true"}, {"ws"}, {"ws", "frob"}, {"ws", "status"}, {"ws", "status", "--storage", "/x", "id"}, {"ws", "create", "/tmp"}, {"batch", "--jobs", "0"}, {"batch", "a", "b"}, {"batch", "/nonexistent/calls.jsonl"}, {"doctor", "extra"}} {
+	for _, c := range [][]string{{"js", "--bogus"}, {"js", "-e", "1", "file.js"}, {"exec"}, {"exec", "--timeout", "soon", "true"}, {"ws"}, {"ws", "frob"}, {"ws", "status"}, {"ws", "status", "--storage", "/x", "id"}, {"ws", "create", "/tmp"}, {"batch", "--jobs", "0"}, {"batch", "a", "b"}, {"batch", "/nonexistent/calls.jsonl"}, {"doctor", "extra"}, {"session"}, {"session", "frob"}, {"session", "poll"}, {"session", "signal", "id", "INT", "more"}} {
 		r := h.run("", c...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "--help") {
 			t.Errorf("usage error: %s", r)

@@ -116,6 +116,7 @@ var sdkCases = []string{
 	"exec_command ok", "exec_command non-zero exit", "exec_command signal", "exec_command spawn failure",
 	"exec_command timeout", "exec_command memory kill", "exec_command truncated output", "exec_command non-UTF-8 output",
 	"exec_command mounts and cwd", "exec_command invalid arguments",
+	"exec_command session", "exec_session write, signal, list, close", "exec_session tty", "exec_session invalid arguments",
 	"copy_then_sync lifecycle", "copy_then_sync conflicts", "copy_then_sync invalid arguments",
 	"progress token", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
 }
@@ -247,7 +248,7 @@ func TestInspectorCLI(t *testing.T) {
 		}
 		schemas[tool["name"].(string)] = rs
 	}
-	if names := slices.Sorted(maps.Keys(schemas)); !slices.Equal(names, []string{"copy_then_sync", "exec_command", "execute_js"}) {
+	if names := slices.Sorted(maps.Keys(schemas)); !slices.Equal(names, []string{"copy_then_sync", "exec_command", "exec_session", "execute_js"}) {
 		t.Fatalf("tools %v", names)
 	}
 	src := filepath.Join(home, "project")
@@ -287,6 +288,21 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	if o := call("exec_command", map[string]any{"command": "ls"}, true); o["exitCode"] != nil || o["error"] == nil {
 		t.Errorf("exec_command with a string command: %v", o)
+	}
+	// Each Inspector run is a server of its own: its sessions end with it. One
+	// that ends within its yield answers as an ordinary result; exec_session
+	// list answers with none open.
+	if canSandbox() {
+		// It prints nothing, so that no pause of its output answers before its end.
+		if o := call("exec_command", map[string]any{"command": []string{"sh", "-c", "exit 3"}, "yieldMs": 10000}, false); o["exitCode"] != float64(3) || o["running"] != nil {
+			t.Errorf("exec_command with yieldMs: %v", o)
+		}
+	}
+	if o := call("exec_session", map[string]any{"action": "list"}, false); fmt.Sprint(o["sessions"]) != "[]" {
+		t.Errorf("exec_session list: %v", o)
+	}
+	if o := call("exec_session", map[string]any{"action": "poll", "sessionId": "s-nothing"}, true); o["exitCode"] != nil || !strings.HasPrefix(fmt.Sprint(o["error"]), "unknown or ended session") {
+		t.Errorf("exec_session poll of an unknown id: %v", o)
 	}
 	c := call("copy_then_sync", map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/p", "copyMode": "auto", "storagePath": filepath.Join(home, "storage")}, false)
 	id, _ := c["workspaceId"].(string)

@@ -32,6 +32,9 @@ func (o execOut) code() int {
 
 func (s *session) exec(args map[string]any) (execOut, bool) {
 	s.t.Helper()
+	if s.viaSessions {
+		return s.execAsSession(args)
+	}
 	var o execOut
 	isErr := s.call("exec_command", args, &o)
 	return o, isErr
@@ -159,7 +162,11 @@ func TestExecEnvironment(t *testing.T) {
 
 func TestExecFilesystem(t *testing.T) {
 	requireSandbox(t)
-	s := start(t)
+	execFilesystem(t, start(t))
+}
+
+// execFilesystem is TestExecFilesystem on s (TestSessionSandbox runs it too).
+func execFilesystem(t *testing.T, s *session) {
 	ro, rw, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(ro, "a.txt"), "ro-data")
 	writeFile(t, filepath.Join(rw, "w.txt"), "rw-data")
@@ -266,7 +273,11 @@ func mustSymlink(t *testing.T, target, link string) {
 
 func TestExecNetwork(t *testing.T) {
 	requireSandbox(t)
-	s := start(t)
+	execNetwork(t, start(t))
+}
+
+// execNetwork is TestExecNetwork on s (TestSessionSandbox runs it too).
+func execNetwork(t *testing.T, s *session) {
 	l := testnet.TCP(t)
 	u, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -314,7 +325,11 @@ func TestExecNetwork(t *testing.T) {
 
 func TestExecProcesses(t *testing.T) {
 	requireSandbox(t)
-	s := start(t)
+	execProcesses(t, start(t))
+}
+
+// execProcesses is TestExecProcesses on s (TestSessionSandbox runs it too).
+func execProcesses(t *testing.T, s *session) {
 	server := fmt.Sprint(s.cmd.Process.Pid)
 	// Signals and ptrace out of the sandbox are denied; inside they work.
 	if jail.Probe().LandlockABI >= 6 {

@@ -73,6 +73,10 @@ type session struct {
 	tmp     string // its TMPDIR
 	stderr  *syncBuffer
 	schemas map[string]*jsonschema.Resolved // each tool's output schema, from tools/list
+	// viaSessions makes exec run every command as a session (yieldMs), polled to
+	// its end: the one-shot tests then check sessions.
+	viaSessions   bool
+	ranAsSessions int // commands that outlived their first answer
 }
 
 // syncBuffer is the server's stderr, safe to read while the server writes it.

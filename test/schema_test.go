@@ -205,7 +205,7 @@ func TestToolSchemas(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"copy_then_sync", "exec_command", "execute_js"}; !slices.Equal(names, want) {
+	if want := []string{"copy_then_sync", "exec_command", "exec_session", "execute_js"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
 	// The choices a client offers.
@@ -214,6 +214,8 @@ func TestToolSchemas(t *testing.T) {
 		"copy_then_sync/copyMode":        {"clone", "auto"},
 		"execute_js/mounts/items/mode":   {"ro", "rw"},
 		"exec_command/mounts/items/mode": {"ro", "rw"},
+		"exec_session/action":            {"poll", "write", "signal", "close", "list"},
+		"exec_session/signal":            {"INT", "TERM", "KILL"},
 	}
 	for path, want := range enums {
 		if got := schemaAt(tools, path)["enum"]; !reflect.DeepEqual(got, want) {
@@ -226,12 +228,15 @@ func TestToolSchemas(t *testing.T) {
 		"execute_js/memoryMb":       {32, 8, 512},
 		"execute_js/maxReadBytes":   {1000000, 0, 50000000},
 		"execute_js/maxWriteBytes":  {1000000, 0, 50000000},
-		"exec_command/timeoutMs":    {1500, 1, 30000},
+		"exec_command/timeoutMs":    {1500, 1, 3600000}, // 30000 but in a session
 		"exec_command/memoryMb":     {256, 16, 2048},
 		"exec_command/maxProcesses": {256, 1, 4096},
 		"exec_command/maxWriteMb":   {1024, 0, 65536},
 		"exec_command/cpuMs":        {0, 0, 1000000},
 		"exec_command/maxOpenFiles": {1024, 64, 65536},
+		"exec_command/rows":         {24, 1, 500},
+		"exec_command/cols":         {80, 1, 1000},
+		"exec_session/yieldMs":      {1000, 0, 30000},
 	} {
 		p := schemaAt(tools, path)
 		if got := [3]any{p["default"], p["minimum"], p["maximum"]}; got != [3]any{want[0], want[1], want[2]} {
@@ -264,7 +269,8 @@ func checkInputSchema(t *testing.T, where string, s map[string]any, top bool) {
 			if p["minimum"] == nil || p["maximum"] == nil {
 				t.Errorf("%s: an integer without minimum and maximum", at)
 			}
-			if optional && p["default"] == nil {
+			// Unless its absence means something of its own, which it says.
+			if d, _ := p["description"].(string); optional && p["default"] == nil && !strings.Contains(d, "Absent: ") {
 				t.Errorf("%s: an optional integer without a default", at)
 			}
 		case "boolean":
@@ -361,7 +367,7 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 		{"execute_js", map[string]any{"code": "1", "mounts": []any{map[string]any{"hostPath": "/tmp"}, map[string]any{"sandboxPath": 5}}}, "invalid arguments: mounts[1].sandboxPath: want a string, got number"},
 		{"execute_js", []any{"1"}, "invalid arguments: the arguments must be an object, not array"},
 		{"exec_command", map[string]any{"command": "ls"}, "invalid arguments: command: want an array, got string"},
-		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, cwd, maxProcesses, maxWriteMb, cpuMs, maxOpenFiles)`},
+		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, cwd, maxProcesses, maxWriteMb, cpuMs, maxOpenFiles, yieldMs, tty, rows, cols)`},
 		{"exec_command", map[string]any{"command": []string{"true"}, "memoryMb": 1}, "invalid argument: memoryMb must be between 16 and 2048, got 1"},
 		{"exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 2.5}, "invalid arguments: timeoutMs: want an integer, got number 2.5"},
 		{"copy_then_sync", map[string]any{"action": 1}, "invalid arguments: action: want a string, got number"},

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/supervisor"
 )
 
@@ -20,6 +21,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.PoolSize, "pool", 2, "warm JS workers kept ready")
 	fs.BoolVar(&o.Unsafe, "unsafe-no-sandbox", false, "run exec_command without an OS sandbox where none exists")
+	fs.IntVar(&o.MaxSessions, "max-sessions", session.DefaultMax, "exec_command sessions (yieldMs) open at once, at most")
+	fs.DurationVar(&o.SessionIdle, "session-idle", session.DefaultIdle, "end a session that no call has named for this long")
 	fs.Func("allow-host", "a host every call may reach through the proxy, by default and at most (repeatable)", func(v string) error {
 		o.AllowHosts = append(o.AllowHosts, v)
 		return nil

@@ -41,6 +41,8 @@ Usage:
   autobox serve [flags]   the same, with flags
   autobox js [FILE|-e CODE]       run JavaScript once (the execute_js tool)
   autobox exec -- ARGV...         run a command in the sandbox (exec_command)
+  autobox exec --yield 2s -- ARGV...   start it as a session (prints its id)
+  autobox session poll|write|signal|close|list   drive sessions (exec_session)
   autobox ws create|status|sync|discard|list   workspaces (copy_then_sync)
   autobox batch [--jobs N] [FILE] run JSON Lines of tool calls, crash-isolated
   autobox doctor          what this host enforces
@@ -51,6 +53,8 @@ Usage:
 Serve flags:
   --pool N                warm JS workers kept ready (default 2)
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
+  --max-sessions N        exec_command sessions (yieldMs) open at once (default 16)
+  --session-idle D        end a session no call has named for D (default 10m)
   --allow-host H          every call's network is these hosts (repeatable): the default
                           and the ceiling of a call's allowHosts
   --cpuprofile FILE       write a CPU profile of the server (development)
@@ -97,7 +101,7 @@ func main() {
 	switch args[0] {
 	case "serve":
 		os.Exit(serve(args[1:]))
-	case "js", "exec", "ws", "batch", "doctor":
+	case "js", "exec", "ws", "batch", "doctor", "session":
 		os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 	case "task":
 		os.Exit(task.Main(args[1:], os.Stdin, os.Stdout, os.Stderr))

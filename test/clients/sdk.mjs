@@ -93,6 +93,21 @@ async function exec(args, opts) {
   return [res.structuredContent, res.isError === true];
 }
 
+async function session(args, opts) {
+  const res = await call("exec_session", args, opts);
+  return [res.structuredContent, res.isError === true];
+}
+
+// finish polls a session to its final answer, and returns it with all the stdout.
+async function finish(id, out = "") {
+  for (let i = 0; i < 50; i++) {
+    const [p, isErr] = await session({ sessionId: id, action: "poll", yieldMs: 5000 });
+    out += p.stdout;
+    if (!p.running) return [p, isErr, out];
+  }
+  throw new Error(`session ${id} did not end`);
+}
+
 async function ws(args, opts) {
   const res = await call("copy_then_sync", args, opts);
   return [res.structuredContent, res.isError === true];
@@ -157,7 +172,7 @@ await check("ping", async () => {
 
 await check("tools/list", async () => {
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ["copy_then_sync", "exec_command", "execute_js"]);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["copy_then_sync", "exec_command", "exec_session", "execute_js"]);
   const ajv = new Ajv({ strict: true, allowUnionTypes: true, allErrors: true });
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object");
@@ -303,6 +318,73 @@ await check("exec_command invalid arguments", async () => {
     [{ command: ["pwd"], cwd: "/etc" }, "invalid argument: cwd must be inside a declared mount"],
   ]) {
     const [o, isErr] = await exec(args, { valid: false });
+    assert.ok(isErr, JSON.stringify(args));
+    assert.equal(o.exitCode, null);
+    assert.ok(o.error.startsWith(want), `error ${JSON.stringify(o.error)}, want ${want}`);
+    assert.equal(o.stderr, o.error);
+  }
+});
+
+await check("exec_command session", async () => {
+  const [o, isErr] = await exec({ command: ["sh", "-c", "echo one; sleep 0.5; echo two; exit 3"], yieldMs: 0, timeoutMs: 60000 });
+  assert.ok(!isErr, JSON.stringify(o));
+  assert.equal(o.running, true);
+  assert.equal(o.exitCode, null);
+  assert.match(o.sessionId, /^s-/);
+  const [f, fErr, out] = await finish(o.sessionId, o.stdout);
+  assert.ok(!fErr, JSON.stringify(f));
+  assert.deepEqual([out, f.exitCode, f.killed, f.running], ["one\ntwo\n", 3, false, undefined]);
+  const [gone, goneErr] = await session({ sessionId: o.sessionId, action: "poll" });
+  assert.ok(goneErr && gone.exitCode === null && gone.error.startsWith("unknown or ended session"), JSON.stringify(gone));
+  // A command that ends within yieldMs (and prints nothing, so that no pause
+  // of its output answers first) gives the ordinary result.
+  const [quick, quickErr] = await exec({ command: ["sh", "-c", "exit 3"], yieldMs: 10000 });
+  assert.ok(!quickErr);
+  assert.deepEqual([quick.exitCode, quick.running, quick.sessionId], [3, undefined, undefined]);
+}, { needsExec: true });
+
+await check("exec_session write, signal, list, close", async () => {
+  const [o] = await exec({ command: ["cat"], yieldMs: 0, timeoutMs: 60000 });
+  const [w, wErr] = await session({ sessionId: o.sessionId, action: "write", input: "hi\n", yieldMs: 5000 });
+  assert.ok(!wErr);
+  assert.deepEqual([w.stdout, w.running], ["hi\n", true]);
+  const [l] = await session({ action: "list" });
+  assert.deepEqual(l.sessions.filter((x) => x.sessionId === o.sessionId).map((x) => [x.command, x.state, x.tty]), [["cat", "running", false]]);
+  const [c, cErr] = await session({ sessionId: o.sessionId, action: "close" });
+  assert.ok(!cErr, "close is not an error");
+  assert.equal(c.killed, true);
+  assert.ok(c.stderr.startsWith("killed: session closed"), c.stderr);
+  const [t] = await exec({ command: ["sh", "-c", "trap 'echo caught; exit 5' INT; echo ready; while :; do sleep 0.1; done"], yieldMs: 5000, timeoutMs: 60000 });
+  assert.equal(t.stdout, "ready\n");
+  const [g] = await session({ sessionId: t.sessionId, action: "signal", signal: "INT", yieldMs: 5000 });
+  const [f, , out] = g.running ? await finish(t.sessionId, g.stdout) : [g, false, g.stdout];
+  assert.deepEqual([out, f.exitCode], ["caught\n", 5]);
+}, { needsExec: true });
+
+await check("exec_session tty", async () => {
+  const [o] = await exec({ command: ["sh", "-i"], tty: true, rows: 30, cols: 100, yieldMs: 2000, timeoutMs: 60000 });
+  assert.equal(o.running, true);
+  let out = "";
+  let [w] = await session({ sessionId: o.sessionId, action: "write", input: "stty size; echo $((6*7))\n", yieldMs: 5000 });
+  out += w.stdout;
+  for (let i = 0; i < 10 && !out.includes("42"); i++) {
+    [w] = await session({ sessionId: o.sessionId, action: "poll", yieldMs: 2000 });
+    out += w.stdout;
+  }
+  assert.match(out, /30 100\r\n42\r\n/);
+  const [c] = await session({ sessionId: o.sessionId, action: "close" });
+  assert.equal(c.killed, true);
+}, { needsExec: true });
+
+await check("exec_session invalid arguments", async () => {
+  for (const [args, want] of [
+    [{ action: "poll", sessionId: "s-nothing" }, 'unknown or ended session "s-nothing"'],
+    [{ action: "poll" }, "invalid argument: poll needs sessionId"],
+    [{ action: "explode", sessionId: "x" }, 'invalid argument: action "explode" is not poll, write, signal, close or list'],
+    [{ action: "list", verbose: true }, 'invalid arguments: unknown field "verbose" (exec_session takes'],
+    [{ action: "signal", sessionId: "x", signal: "STOP" }, 'invalid argument: signal "STOP" is not INT, TERM or KILL'],
+  ]) {
+    const [o, isErr] = await session(args, { valid: false });
     assert.ok(isErr, JSON.stringify(args));
     assert.equal(o.exitCode, null);
     assert.ok(o.error.startsWith(want), `error ${JSON.stringify(o.error)}, want ${want}`);

@@ -1,0 +1,325 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestStreamKeepsTheNewest(t *testing.T) {
+	s := newStream("stdout", 10, 4)
+	if d := s.write([]byte("abcdef")); d != 0 {
+		t.Fatalf("dropped %d", d)
+	}
+	if d := s.write([]byte("ghijkl")); d != 2 {
+		t.Fatalf("dropped %d, want 2", d)
+	}
+	text, dropped := s.take(false)
+	if want := "[autobox: 2 bytes of stdout dropped here: they were not read in time]\ncdef"; text != want || dropped != 2 {
+		t.Errorf("take = %q, %d; want %q, 2", text, dropped, want)
+	}
+	if text, dropped = s.take(false); text != "ghij" || dropped != 0 {
+		t.Errorf("take = %q, %d", text, dropped)
+	}
+	// More than kept in one write.
+	s.write([]byte(strings.Repeat("x", 25)))
+	if _, dropped = s.take(false); dropped != 2+15 {
+		t.Errorf("dropped %d, want the 2 unread and 15 of the write", dropped)
+	}
+}
+
+func TestStreamFinalDropsTheRest(t *testing.T) {
+	s := newStream("stderr", 100, 4)
+	s.write([]byte("0123456789"))
+	text, dropped := s.take(true)
+	if want := "0123\n[autobox: stderr truncated: 6 bytes more were dropped]"; text != want || dropped != 6 {
+		t.Errorf("take = %q, %d; want %q, 6", text, dropped, want)
+	}
+}
+
+// TestStreamUTF8: answers do not split characters, a drop that cut one drops
+// its tail too, and the final answer gives what is left as it is.
+func TestStreamUTF8(t *testing.T) {
+	s := newStream("stdout", 64, 5)
+	s.write([]byte("abc✓d")) // ✓ is 3 bytes: the cap at 5 falls inside it
+	text, _ := s.take(false)
+	if text != "abc" {
+		t.Errorf("take = %q, want the text before the character the cap would cut", text)
+	}
+	if text, _ = s.take(false); text != "✓d" {
+		t.Errorf("take = %q", text)
+	}
+	s.write([]byte("x\xe2\x9c")) // an incomplete character: it waits
+	if text, _ = s.take(false); text != "x" {
+		t.Errorf("take = %q", text)
+	}
+	s.write([]byte("\x93"))
+	if text, _ = s.take(false); text != "✓" {
+		t.Errorf("take = %q", text)
+	}
+	s.write([]byte("y\xe2"))
+	if text, _ = s.take(true); text != "y\xe2" {
+		t.Errorf("final take = %q", text)
+	}
+	// A drop through the middle of a character drops its tail too.
+	d := newStream("stdout", 4, 64)
+	d.write([]byte("✓✓")) // keeps the last 4 bytes: the tail of the first ✓, and the second
+	text, dropped := d.take(false)
+	if dropped != 3 || !strings.HasSuffix(text, "]\n✓") || !utf8.ValidString(text) {
+		t.Errorf("take = %q, %d", text, dropped)
+	}
+}
+
+// fake is a command for a table: its outputs are pipes the test writes.
+type fake struct {
+	stdinR, stdoutW, stderrW *os.File
+	spec                     *Spec[string]
+	ended                    chan string
+	signals                  chan string
+	once                     sync.Once
+	how                      chan string // how it ended, for the test
+}
+
+func newFake(t *testing.T) *fake {
+	t.Helper()
+	f := &fake{ended: make(chan string, 1), signals: make(chan string, 8), how: make(chan string, 1)}
+	var stdinW, stdoutR, stderrR *os.File
+	var err error
+	for _, p := range []struct{ r, w **os.File }{{&f.stdinR, &stdinW}, {&stdoutR, &f.stdoutW}, {&stderrR, &f.stderrW}} {
+		if *p.r, *p.w, err = os.Pipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { f.end("cleanup"); f.stdinR.Close() })
+	f.spec = &Spec[string]{
+		Command: "fake", Stdin: stdinW, Stdout: stdoutR, Stderr: stderrR,
+		Wait:   func() string { return <-f.ended },
+		Signal: func(sig string) error { f.signals <- sig; return nil },
+		End:    f.end,
+	}
+	return f
+}
+
+// end is the command ending: its outputs close, Wait returns how.
+func (f *fake) end(how string) {
+	f.once.Do(func() {
+		f.stdoutW.Close()
+		f.stderrW.Close()
+		f.ended <- how
+		f.how <- how
+	})
+}
+
+func open(t *testing.T, tab *Table[string], f *fake) string {
+	t.Helper()
+	r, err := tab.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Open(f.spec, time.Now()).ID()
+}
+
+func TestTablePollWriteSignalClose(t *testing.T) {
+	tab := NewTable[string](nil)
+	ctx := context.Background()
+	f := newFake(t)
+	id := open(t, tab, f)
+	a, err := tab.Poll(ctx, id, 0)
+	if err != nil || !a.Running || a.Stdout != "" {
+		t.Fatalf("poll = %+v, %v", a, err)
+	}
+	f.stdoutW.WriteString("one\n")
+	f.stderrW.WriteString("warn\n")
+	if a, err = tab.Poll(ctx, id, 10*time.Second); err != nil || a.Stdout != "one\n" {
+		t.Errorf("poll = %+v, %v", a, err)
+	}
+	if a.Stderr == "" { // it may come in the next answer
+		a, _ = tab.Poll(ctx, id, 10*time.Second)
+	}
+	if a.Stderr != "warn\n" {
+		t.Errorf("stderr %q", a.Stderr)
+	}
+	// Input arrives.
+	if _, err := tab.Write(ctx, id, []byte("in"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2)
+	if _, err := f.stdinR.Read(buf); err != nil || string(buf) != "in" {
+		t.Errorf("stdin read %q, %v", buf, err)
+	}
+	if _, err := tab.Signal(ctx, id, "INT", 0); err != nil || <-f.signals != "INT" {
+		t.Errorf("signal: %v", err)
+	}
+	// Close ends the command, answers finally, and the id is gone.
+	f.stdoutW.WriteString("last")
+	a, err = tab.Close(ctx, id)
+	if err != nil || a.Running || a.End != ClosedNote || a.Stdout != "last" {
+		t.Errorf("close = %+v, %v", a, err)
+	}
+	if _, err := tab.Poll(ctx, id, 0); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "read already") {
+		t.Errorf("poll after close: %v", err)
+	}
+	if _, err := tab.Poll(ctx, "s-nothing", 0); !errors.Is(err, ErrUnknown) || err.Error() == "" {
+		t.Errorf("poll of an unknown id: %v", err)
+	}
+}
+
+func TestTableEndIsReadOnce(t *testing.T) {
+	tab := NewTable[string](nil)
+	f := newFake(t)
+	id := open(t, tab, f)
+	f.stdoutW.WriteString("bye\n")
+	f.end("exit 0")
+	if list := tab.List(); len(list) != 1 {
+		t.Errorf("list %+v", list)
+	}
+	a, err := tab.Poll(context.Background(), id, 10*time.Second)
+	if err != nil || a.Running || a.End != "exit 0" || a.Stdout != "bye\n" {
+		t.Fatalf("poll = %+v, %v", a, err)
+	}
+	if list := tab.List(); len(list) != 0 {
+		t.Errorf("list after the final answer: %+v", list)
+	}
+	// Writing to an ended session is an error, not a hang.
+	g := newFake(t)
+	id = open(t, tab, g)
+	g.end("exit 1")
+	for deadline := time.Now().Add(10 * time.Second); !tab.open[id].isEnded() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := tab.Write(context.Background(), id, []byte("x"), false, 0); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("write after the end: %v", err)
+	}
+}
+
+func TestTableStdinNotRead(t *testing.T) {
+	tab := NewTable[string](nil)
+	f := newFake(t)
+	id := open(t, tab, f)
+	// Nobody reads: the pipe fills and the write gives up, saying so.
+	_, err := tab.Write(context.Background(), id, bytes.Repeat([]byte("x"), 1<<20), false, 0)
+	if !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "did not read its input") {
+		t.Errorf("write to a full pipe: %v", err)
+	}
+	// The read end closed: EPIPE.
+	f.stdinR.Close()
+	_, err = tab.Write(context.Background(), id, []byte("x"), false, 0)
+	if !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "closed its stdin") {
+		t.Errorf("write to a closed stdin: %v", err)
+	}
+	if _, err := tab.Write(context.Background(), id, nil, true, 0); err != nil {
+		t.Errorf("closing stdin: %v", err)
+	}
+	if _, err := tab.Write(context.Background(), id, []byte("x"), false, 0); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "closeStdin") {
+		t.Errorf("write after closeStdin: %v", err)
+	}
+}
+
+func TestTableFull(t *testing.T) {
+	tab := NewTable[string](&Options{Max: 2})
+	a, b := newFake(t), newFake(t)
+	ida := open(t, tab, a)
+	open(t, tab, b)
+	_, err := tab.Reserve()
+	if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), ida) || !strings.Contains(err.Error(), "at most 2") {
+		t.Errorf("third: %v", err)
+	}
+	if _, err := tab.Close(context.Background(), ida); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tab.Reserve()
+	if err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	r.Cancel()
+}
+
+func TestTableIdle(t *testing.T) {
+	tab := NewTable[string](&Options{Idle: 50 * time.Millisecond})
+	f := newFake(t)
+	id := open(t, tab, f)
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		tab.mu.Lock()
+		_, open := tab.open[id]
+		tab.mu.Unlock()
+		if !open {
+			_, err = tab.Poll(context.Background(), id, 0)
+			break
+		}
+	}
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "without a call") {
+		t.Errorf("poll after the idle limit: %v", err)
+	}
+	if how := <-f.how; !strings.Contains(how, "idle") {
+		t.Errorf("ended with %q", how)
+	}
+}
+
+// TestTableBusyIsNotIdle: a call in progress (a long poll) keeps a session
+// from its idle end.
+func TestTableBusyIsNotIdle(t *testing.T) {
+	tab := NewTable[string](&Options{Idle: 50 * time.Millisecond})
+	f := newFake(t)
+	id := open(t, tab, f)
+	a, err := tab.Poll(context.Background(), id, 300*time.Millisecond)
+	if err != nil || !a.Running {
+		t.Fatalf("a poll longer than the idle limit: %+v, %v", a, err)
+	}
+	select {
+	case how := <-f.how:
+		t.Fatalf("ended during the poll: %q", how)
+	default:
+	}
+}
+
+// TestTableFlood: output nobody reads costs bounded memory, and is slowed down.
+func TestTableFlood(t *testing.T) {
+	tab := NewTable[string](nil)
+	f := newFake(t)
+	id := open(t, tab, f)
+	chunk := bytes.Repeat([]byte("y"), 64<<10)
+	written := 0
+	for start := time.Now(); time.Since(start) < 500*time.Millisecond; written += len(chunk) {
+		f.stdoutW.Write(chunk)
+	}
+	a, err := tab.Poll(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tab.open[id]
+	s.mu.Lock()
+	kept := len(s.stdout.buf)
+	s.mu.Unlock()
+	if kept > KeptStdout {
+		t.Errorf("kept %d bytes, more than %d", kept, KeptStdout)
+	}
+	if a.StdoutDropped == 0 || len(a.Stdout) > AnswerStdout+200 || !strings.HasPrefix(a.Stdout, fmt.Sprintf("[autobox: %d bytes of stdout dropped", a.StdoutDropped)) {
+		t.Errorf("answer: %d bytes, dropped %d: %.100q", len(a.Stdout), a.StdoutDropped, a.Stdout)
+	}
+	t.Logf("wrote %d MB in 0.5 s against the flood limit", written>>20)
+}
+
+// TestTableCancelledPollTakesNothing: the output a cancelled call would have
+// answered with stays for the next one.
+func TestTableCancelledPollTakesNothing(t *testing.T) {
+	tab := NewTable[string](nil)
+	f := newFake(t)
+	id := open(t, tab, f)
+	f.stdoutW.WriteString("kept")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tab.Poll(ctx, id, time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled poll: %v", err)
+	}
+	if a, err := tab.Poll(context.Background(), id, 10*time.Second); err != nil || a.Stdout != "kept" {
+		t.Errorf("next poll = %+v, %v", a, err)
+	}
+}

@@ -1,0 +1,485 @@
+//go:build linux
+
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSessionPolledTwice(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.startSession(map[string]any{"command": bash("echo one; sleep 1; echo two; echo err >&2; exit 3"), "yieldMs": 5000, "timeoutMs": 60000})
+	if o.Stdout != "one\n" || o.ExitCode != nil || o.Killed {
+		t.Errorf("first answer: %+v", o)
+	}
+	p, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll", "yieldMs": 5000})
+	if !strings.HasPrefix(p.Stdout, "two\n") {
+		t.Errorf("second answer: %+v", p)
+	}
+	rest, final := s.through(p)
+	if rest != "two\n" || final.code() != 3 || final.Killed || !strings.Contains(final.Stderr, "err") {
+		t.Errorf("final: %+v (stdout after the first answer %q)", final, rest)
+	}
+	// Read once: the id is gone now.
+	g, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"})
+	if !isErr || !strings.Contains(g.Error, "unknown or ended session") || !strings.Contains(g.Error, "read already") {
+		t.Errorf("poll after the final answer: %+v", g)
+	}
+}
+
+func TestSessionCat(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.startSession(map[string]any{"command": []string{"cat"}, "timeoutMs": 60000})
+	w, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "hello\n", "yieldMs": 5000})
+	if isErr || w.Stdout != "hello\n" || !w.Running {
+		t.Errorf("write: %+v", w)
+	}
+	w, isErr = s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "bye", "closeStdin": true, "yieldMs": 5000})
+	out, w := s.through(w)
+	if isErr || out != "bye" || w.code() != 0 {
+		t.Errorf("write and close stdin: %+v (%q)", w, out)
+	}
+}
+
+// TestSessionTerminal: on a tty, an interactive shell and python3 -i answer what
+// is written to them; isatty is true and the terminal has a name.
+func TestSessionTerminal(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "rows": 30, "cols": 100, "timeoutMs": 60000, "yieldMs": 2000})
+	if !strings.Contains(o.Stdout, "$ ") && !strings.Contains(o.Stdout, "# ") {
+		t.Errorf("no prompt: %+v", o)
+	}
+	w, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "echo $((6*7)); [ -t 0 ] && echo isatty; tty; stty size\n", "yieldMs": 5000})
+	got, _ := s.until(o.SessionID, "30 100", w.Stdout)
+	for _, want := range []string{"42", "isatty", "/dev/pts/", "30 100"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sh -i on a tty: %q lacks %q", got, want)
+		}
+	}
+	w, _ = s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "exit 4\n", "yieldMs": 5000})
+	_, w = s.through(w)
+	if w.code() != 4 {
+		t.Errorf("exit 4: %+v", w)
+	}
+
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the python3 -i case needs it")
+	}
+	o = s.startSession(map[string]any{"command": []string{"python3", "-i", "-q"}, "tty": true, "timeoutMs": 60000, "yieldMs": 5000})
+	got, _ = s.until(o.SessionID, ">>> ", o.Stdout)
+	w, _ = s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "import sys; print(6*7, sys.stdin.isatty())\n", "yieldMs": 5000})
+	if got, _ = s.until(o.SessionID, "42 True", w.Stdout); !strings.Contains(got, "42 True") {
+		t.Errorf("python3 -i: %q", got)
+	}
+	c, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+	if isErr || c.Running || !c.Killed || !strings.HasPrefix(c.Stderr, "killed: session closed") {
+		t.Errorf("close: %+v (tool error %v)", c, isErr)
+	}
+}
+
+// TestSessionPrompt: a prompt (read -p, shown on a terminal only) is answered.
+func TestSessionPrompt(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.startSession(map[string]any{"command": bash(`read -p "Continue? [y/N] " a; echo "answer=$a"; [ "$a" = y ]`), "tty": true, "timeoutMs": 60000, "yieldMs": 5000})
+	if got, _ := s.until(o.SessionID, "[y/N] ", o.Stdout); !strings.HasSuffix(got, "Continue? [y/N] ") {
+		t.Fatalf("prompt: %q", got)
+	}
+	w, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "y\r", "yieldMs": 5000})
+	out, w := s.through(w)
+	if !strings.Contains(out, "answer=y") || w.code() != 0 {
+		t.Errorf("answered: %q %+v", out, w)
+	}
+}
+
+// TestSessionCtrlC: SIGINT by the signal action (pipes: the command's process
+// group; tty: its foreground job) and as \u0003 typed on a tty.
+func TestSessionCtrlC(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.startSession(map[string]any{"command": bash(`trap 'echo caught; exit 5' INT; echo ready; while :; do sleep 0.1; done`), "timeoutMs": 60000, "yieldMs": 5000})
+	if o.Stdout != "ready\n" {
+		t.Errorf("start: %+v", o)
+	}
+	g, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "signal", "signal": "INT", "yieldMs": 5000})
+	out, g := s.through(g)
+	if isErr || out != "caught\n" || g.code() != 5 {
+		t.Errorf("signal INT: %q %+v (tool error %v)", out, g, isErr)
+	}
+	// On a tty: a job of an interactive shell, interrupted by Ctrl-C typed and by
+	// the signal action; the shell lives on.
+	o = s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "timeoutMs": 60000, "yieldMs": 2000})
+	for i, how := range []map[string]any{
+		{"action": "write", "input": "\u0003"},
+		{"action": "signal", "signal": "INT"},
+	} {
+		s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "sleep 60\n", "yieldMs": 500})
+		how["sessionId"], how["yieldMs"] = o.SessionID, 500
+		s.sess(how)
+		// The shell drops the rest of an interrupted line: ask afterwards.
+		e, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": fmt.Sprintf("echo status%d=$?\n", i), "yieldMs": 2000})
+		got, _ := s.until(o.SessionID, fmt.Sprintf("status%d=130", i), e.Stdout)
+		if !strings.Contains(got, fmt.Sprintf("status%d=130", i)) {
+			t.Errorf("%v: the job was not interrupted: %q", how, got)
+		}
+	}
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+}
+
+// TestSessionFlood: a command that floods output while nobody polls keeps the
+// server's memory flat; the next answer says how much was dropped.
+func TestSessionFlood(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	rss := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "VmRSS:" {
+				kb, _ := strconv.Atoi(f[1])
+				return kb >> 10
+			}
+		}
+		t.Fatal("no VmRSS")
+		return 0
+	}
+	o := s.startSession(map[string]any{"command": []string{"yes", "flood"}, "timeoutMs": 60000})
+	time.Sleep(time.Second)
+	before := rss()
+	time.Sleep(3 * time.Second)
+	after := rss()
+	if after > before+16 {
+		t.Errorf("server RSS grew from %d MB to %d MB while the flood went unread", before, after)
+	}
+	p, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll", "yieldMs": 0})
+	if p.StdoutDropped == 0 || !p.StdoutTruncated || !strings.Contains(p.Stdout, "bytes of stdout dropped here") || len(p.Stdout) > 256<<10+200 {
+		t.Errorf("poll after the flood: dropped %d, %d bytes: %.120q", p.StdoutDropped, len(p.Stdout), p.Stdout)
+	}
+	t.Logf("server RSS %d MB, then %d MB; %d bytes dropped", before, after, p.StdoutDropped)
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+}
+
+// TestSessionLimit: the 17th open session is refused with an error naming the
+// open ones; closing one makes room.
+func TestSessionLimit(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	var ids []string
+	for i := 0; i < 16; i++ {
+		ids = append(ids, s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 120000}).SessionID)
+	}
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"sleep", "600"}, "yieldMs": 0})
+	if e := errorOf(res); !res.IsError || !strings.Contains(e, "too many sessions") || !strings.Contains(e, "at most 16") || !strings.Contains(e, ids[0]) || !strings.Contains(e, "sleep 600") {
+		t.Errorf("17th: isError %v, %q", res.IsError, e)
+	}
+	l, _ := s.sess(map[string]any{"action": "list"})
+	if len(l.Sessions) != 16 || l.Sessions[0].SessionID != ids[0] || l.Sessions[0].State != "running" || l.Sessions[0].Command != "sleep 600" {
+		t.Errorf("list: %+v", l.Sessions)
+	}
+	if c, _ := s.sess(map[string]any{"sessionId": ids[3], "action": "close"}); c.Running || !c.Killed {
+		t.Errorf("close: %+v", c)
+	}
+	s.startSession(map[string]any{"command": []string{"true"}, "yieldMs": 0}) // room again
+	// The server's end takes the rest (the harness checks that nothing is left).
+}
+
+// TestSessionEndsWithClient: a session's tree is gone when the client
+// disconnects, and when the server is killed outright (checked with ps).
+func TestSessionEndsWithClient(t *testing.T) {
+	requireSandbox(t)
+	psHas := func(t *testing.T, marker string) bool {
+		out, err := exec.Command("ps", "-eo", "args").Output()
+		if err != nil {
+			t.Fatalf("ps: %v", err)
+		}
+		return strings.Contains(string(out), marker)
+	}
+	// yieldMs 0 answers before the command may have run: wait for it.
+	waitRunning := func(t *testing.T, marker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !psHas(t, marker); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the session's command is not running (positive control)")
+			}
+		}
+	}
+	waitNone := func(t *testing.T, what, marker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); psHas(t, marker); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s: a process of the session is still running (ps shows %q)", what, marker)
+				return
+			}
+		}
+	}
+	t.Run("disconnect", func(t *testing.T) {
+		s := start(t)
+		marker := fmt.Sprintf("sleep 700.%d", os.Getpid())
+		s.startSession(map[string]any{"command": bash(marker + " & " + marker), "timeoutMs": 120000})
+		s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "timeoutMs": 120000})
+		waitRunning(t, marker)
+		s.cs.Close()
+		waitNone(t, "client gone", marker)
+	})
+	for _, m := range serverModes(t) {
+		t.Run("SIGKILL/"+m.name, func(t *testing.T) {
+			s := startEnv(t, m.env)
+			marker := fmt.Sprintf("sleep 701.%d", os.Getpid())
+			s.startSession(map[string]any{"command": bash("setsid " + marker + " & " + marker), "timeoutMs": 120000})
+			waitRunning(t, marker)
+			s.cmd.Process.Kill()
+			waitNone(t, "server killed", marker)
+			// Its scratch dirs and cgroups are for the next autobox process to sweep.
+			next := exec.Command(bin, "doctor")
+			next.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + s.tmp, "AUTOBOX_STATE_DIR=" + t.TempDir()}
+			if out, err := next.CombinedOutput(); err != nil {
+				t.Fatalf("doctor: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestSessionTimeout: a session may run past 30 s (up to an hour), and its
+// timeoutMs kills it all the same.
+func TestSessionTimeout(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 40000})
+	if e := errorOf(res); !strings.Contains(e, "timeoutMs must be between 1 and 30000") || !strings.Contains(e, "with yieldMs, a session may run up to 3600000") {
+		t.Errorf("40 s without yieldMs: %q", e)
+	}
+	res = s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 3600001, "yieldMs": 0})
+	if e := errorOf(res); !strings.Contains(e, "timeoutMs must be between 1 and 3600000") {
+		t.Errorf("over an hour: %q", e)
+	}
+	o := s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 1500})
+	_, f := s.finish(o.SessionID)
+	if !f.Killed || !strings.HasPrefix(f.Stderr, "killed: timeout after 1500ms") {
+		t.Errorf("timeout: %+v", f)
+	}
+	// The long form is accepted.
+	o = s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 3600000})
+	if l, _ := s.sess(map[string]any{"action": "list"}); len(l.Sessions) != 1 {
+		t.Errorf("list: %+v", l)
+	}
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+}
+
+// TestSessionIdle: a session no call names for the idle limit is ended; its id
+// then says why.
+func TestSessionIdle(t *testing.T) {
+	requireSandbox(t)
+	s := start(t, "serve", "--session-idle", "1s")
+	o := s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 60000})
+	time.Sleep(2500 * time.Millisecond)
+	p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"})
+	if !isErr || !strings.Contains(p.Error, "unknown or ended session") || !strings.Contains(p.Error, "idle limit") {
+		t.Errorf("poll after the idle limit: %+v", p)
+	}
+	if out, _ := exec.Command("ps", "-eo", "args").Output(); strings.Contains(string(out), "sleep 600") && len(callProcesses(s.cmd.Process.Pid)) > 0 {
+		t.Errorf("the idle session's command is still running")
+	}
+}
+
+// TestSessionIDsAndErrors: ids are the server's own; calls name their mistakes;
+// input for a stdin that is closed is an error, not a hang.
+func TestSessionIDsAndErrors(t *testing.T) {
+	requireSandbox(t)
+	a, b := start(t), start(t)
+	o := a.startSession(map[string]any{"command": []string{"cat"}, "timeoutMs": 60000})
+	if p, isErr := b.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"}); !isErr || !strings.Contains(p.Error, "unknown or ended session") || p.ExitCode != nil || p.Stderr != p.Error {
+		t.Errorf("another server's id: %+v", p)
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"action": "poll"}, "poll needs sessionId"},
+		{map[string]any{"action": "explode", "sessionId": o.SessionID}, `action "explode" is not poll, write, signal, close or list`},
+		{map[string]any{"action": "write", "sessionId": o.SessionID}, "write needs input"},
+		{map[string]any{"action": "signal", "sessionId": o.SessionID, "signal": "STOP"}, `signal "STOP" is not INT, TERM or KILL`},
+		{map[string]any{"action": "list", "sessionId": o.SessionID}, "list takes no other parameter"},
+		{map[string]any{"action": "poll", "sessionId": o.SessionID, "input": "x"}, "input and closeStdin are for write"},
+		{map[string]any{"action": "poll", "sessionId": o.SessionID, "yieldMs": 30001}, "yieldMs must be between 0 and 30000"},
+		{map[string]any{"action": "write", "sessionId": o.SessionID, "input": strings.Repeat("x", 65537)}, "at most 65536"},
+	} {
+		if p, isErr := a.sess(c.args); !isErr || !strings.Contains(p.Error, c.want) {
+			t.Errorf("%v: want a tool error with %q, got %+v", c.args, c.want, p)
+		}
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"command": []string{"true"}, "tty": true}, "tty needs yieldMs"},
+		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "rows": 10}, "need tty: true"},
+		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "mounts": []map[string]any{{"workspaceId": "x"}}}, "cannot mount a workspace"},
+		{map[string]any{"command": []string{"true"}, "yieldMs": 30001}, "yieldMs must be between 0 and 30000"},
+	} {
+		if res := a.callRaw("exec_command", c.args); !res.IsError || !strings.Contains(errorOf(res), c.want) {
+			t.Errorf("%v: want a tool error with %q, got %s", c.args, c.want, textOf(res))
+		}
+	}
+	// A command that closed its stdin, and one that ended.
+	o = a.startSession(map[string]any{"command": bash("exec 0<&-; echo closed; sleep 600"), "timeoutMs": 60000, "yieldMs": 5000})
+	if w, isErr := a.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "x\n"}); !isErr || !strings.Contains(w.Error, "closed its stdin") {
+		t.Errorf("write to a closed stdin: %+v", w)
+	}
+	a.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+	o = a.startSession(map[string]any{"command": bash("sleep 0.3"), "timeoutMs": 60000})
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if l, _ := a.sess(map[string]any{"action": "list"}); len(l.Sessions) == 1 && l.Sessions[0].State == "ended" {
+			break
+		}
+	}
+	if w, isErr := a.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "x\n"}); !isErr || !strings.Contains(w.Error, "has ended") {
+		t.Errorf("write to an ended session: %+v", w)
+	}
+	if _, f := a.finish(o.SessionID); f.code() != 0 {
+		t.Errorf("its result, after the refused write: %+v", f)
+	}
+}
+
+// TestSessionReachableFromAnotherCall is the README's worked example: a server
+// started in a session on loopback is reachable from another call when both
+// allow the network, and not from one that does not.
+func TestSessionReachableFromAnotherCall(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the example serves with python3 -m http.server")
+	}
+	s := start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "index.html"), "hello from the session\n")
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/site", "mode": "ro"}}
+	o := s.startSession(map[string]any{"command": []string{"python3", "-u", "-m", "http.server", port, "--bind", "127.0.0.1", "--directory", "/mnt/site"}, "allowNetwork": true, "mounts": mounts, "timeoutMs": 120000, "yieldMs": 3000})
+	s.until(o.SessionID, "Serving HTTP", o.Stdout+o.Stderr)
+	url := "http://127.0.0.1:" + port + "/"
+	var got execOut
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, _ = s.exec(map[string]any{"command": []string{"curl", "-sS", url}, "allowNetwork": true, "timeoutMs": 5000}); got.Stdout != "" {
+			break
+		}
+	}
+	if got.Stdout != "hello from the session\n" {
+		t.Errorf("curl with allowNetwork: %+v", got)
+	}
+	if d, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", url}, "timeoutMs": 5000}); d.code() == 0 {
+		t.Errorf("curl without allowNetwork reached the session's server: %+v", d)
+	}
+	// Or the second call names it in its host allowlist (through the proxy).
+	byName := "http://localhost:" + port + "/"
+	if h, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", byName}, "allowHosts": []string{"localhost:" + port}, "timeoutMs": 5000}); h.Stdout != "hello from the session\n" {
+		t.Errorf("curl with allowHosts localhost:%s: %+v", port, h)
+	}
+	if h, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", byName}, "allowHosts": []string{"localhost:1"}, "timeoutMs": 5000}); strings.Contains(h.Stdout, "hello") || !strings.Contains(h.Stdout+h.Stderr, "denied") {
+		t.Errorf("curl with allowHosts of another port: %+v", h)
+	}
+	c, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+	if !strings.Contains(c.Stderr, "GET / HTTP") {
+		t.Errorf("the server's log: %+v", c)
+	}
+}
+
+// TestSessionSandbox: a session's command is sandboxed as a one-shot call's
+// is: the denial tests of exec_test.go, with each of their calls a session.
+func TestSessionSandbox(t *testing.T) {
+	requireSandbox(t)
+	for name, f := range map[string]func(*testing.T, *session){"filesystem": execFilesystem, "network": execNetwork, "processes": execProcesses} {
+		t.Run(name, func(t *testing.T) {
+			s := start(t)
+			s.viaSessions = true
+			f(t, s)
+			if s.ranAsSessions == 0 {
+				t.Error("no command outlived its first answer: nothing was checked as a session")
+			}
+			t.Logf("%d commands ran as sessions", s.ranAsSessions)
+		})
+	}
+}
+
+// TestCLISession: `autobox exec --yield` starts a session in a session server
+// of the user's own, `autobox session` drives it, and the server ends by itself
+// after its last session, leaving nothing.
+func TestCLISession(t *testing.T) {
+	requireSandbox(t)
+	h := newCLIHome(t)
+	h.sessions = true
+	r := h.run("", "exec", "--yield", "2s", "--timeout", "1m", "--", "sh", "-c", "echo hi; sleep 1; echo bye >&2; exit 3")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "s-") || !strings.Contains(r.stderr, "hi\n") || !strings.Contains(r.stderr, "autobox session poll") {
+		t.Fatalf("exec --yield: %s", r)
+	}
+	server := 0
+	for _, p := range procsOf(bin) {
+		if strings.Contains(p, " session serve ") {
+			if server != 0 {
+				t.Errorf("two session servers: %v", procsOf(bin))
+			}
+			server, _ = strconv.Atoi(p[:strings.IndexByte(p, ':')])
+		}
+	}
+	if server == 0 {
+		t.Fatalf("no session server runs: %v", procsOf(bin))
+	}
+	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+	var final cliRun
+	var stderr string
+	for i := 0; i < 10; i++ {
+		final = h.run("", "session", "poll", "--yield", "5s", id)
+		if stderr += final.stderr; final.code != 0 {
+			break
+		}
+	}
+	if final.code != 3 || stderr != "bye\n" {
+		t.Errorf("polls to the end: stderr %q, then %s", stderr, final)
+	}
+	h.want(h.run("", "session", "poll", id), 125, "", `unknown or ended session "`+id+`": its final result was read already`)
+	h.want(h.run("", "session", "poll", "s-nothing"), 125, "", "autobox session list shows the open ones")
+
+	r = h.run("", "exec", "--yield", "0", "--", "cat")
+	id = strings.TrimSpace(r.stdout)
+	h.want(h.run("", "session", "write", "--yield", "5s", id, "hello\n"), 0, "hello\n", "")
+	w := h.run("last", "session", "write", "--yield", "5s", "--close-stdin", id, "-")
+	for w.code == 0 && !strings.Contains(w.stdout, "last") {
+		w = h.run("", "session", "poll", "--yield", "5s", id)
+	}
+	if !strings.Contains(w.stdout, "last") {
+		t.Errorf("write from stdin: %s", w)
+	}
+
+	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
+	id = strings.TrimSpace(r.stdout)
+	h.want(h.run("", "session", "write", "--yield", "5s", id, "echo $((6*7))\n"), 0, "42", "")
+	h.want(h.run("", "session", "close", "--json", id), 130, `"killed":true`, "")
+	h.want(h.run("", "exec", "--tty", "--", "true"), 125, "", "--tty needs --yield")
+
+	// The server ends a few seconds after its last session, and takes nothing
+	// with it that it should not have left.
+	for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session server did not end: %v", procsOf(bin))
+		}
+	}
+	checkNothingLeft(t, server)
+	h.want(h.run("", "session", "list"), 0, "ID", "")
+}
