@@ -314,12 +314,12 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 // that root cannot be built, the host's mounts all read-only but sb's
 // read-write paths. It reports whether the thread got a private root. With
 // netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network.
-func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
+func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, err error) {
 	if !wantPrivateRoot() {
 		return false, nil
 	}
 	var root *privateRoot
-	var err error
+	rebuilt := false
 	switch {
 	case pr != nil && pr.root != nil:
 		root = pr.root
@@ -327,6 +327,7 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 		// part unusable: start again (the prepared ruleset then fails its own
 		// check of the same paths, see prepared.unchanged).
 		if root.stale() {
+			rebuilt = true
 			if err := root.reset(); err != nil {
 				return false, err
 			}
@@ -348,6 +349,9 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (bool, error) {
 			return false, err
 		}
 		return false, readOnlyMounts(sb)
+	}
+	if pr != nil && root == pr.root && !rebuilt {
+		defer func() { pr.rootFresh = used && err == nil }()
 	}
 	if err := root.addPolicy(sb); err != nil {
 		// A path of the call's that cannot be bound (a filesystem that

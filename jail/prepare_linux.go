@@ -27,12 +27,15 @@ type prepared struct {
 	rootErr error
 	net     *privateNet     // the network namespace begun, nil if none
 	base    *policy.Sandbox // what root was begun for
-	attr    unix.LandlockRulesetAttr
-	size    uintptr
-	rules   map[pathRule]fileID // the base's rules, all in fd, and their files
-	fd      int                 // the ruleset, -1 if none (or taken)
-	bounded bool                // dropBounding ran on this thread
-	used    bool                // ruleset handed out the prepared ruleset
+	// rootFresh: the command got the root prepared for base, not rebuilt (the
+	// host changed nothing under it) nor abandoned. Set by isolate.
+	rootFresh bool
+	attr      unix.LandlockRulesetAttr
+	size      uintptr
+	rules     map[pathRule]fileID // the base's rules, all in fd, and their files
+	fd        int                 // the ruleset, -1 if none (or taken)
+	bounded   bool                // dropBounding ran on this thread
+	used      bool                // ruleset handed out the prepared ruleset
 }
 
 // prepare does for base what can be done before the spec arrives, on the calling
@@ -81,7 +84,9 @@ func prepare(base *policy.Sandbox) *prepared {
 // paths are unchanged, else a new one. pr may be nil.
 func (pr *prepared) ruleset(p *policy.Sandbox, abi int) (int, error) {
 	attr, size, rules := landlockPlan(p, abi)
-	if pr == nil || pr.fd < 0 || attr != pr.attr || size != pr.size || !pr.within(rules) || !pr.unchanged() {
+	// In a private root prepared for the base and not rebuilt since, each base
+	// path is the bind made with its rule's file: nothing to check again.
+	if pr == nil || pr.fd < 0 || attr != pr.attr || size != pr.size || !pr.within(rules) || !pr.rootFresh && !pr.unchanged() {
 		return createRuleset(&attr, size, rules, nil)
 	}
 	fd := pr.fd

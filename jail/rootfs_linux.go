@@ -65,15 +65,22 @@ const (
 )
 
 type privateRoot struct {
-	origNS  int             // the mount namespace the thread came from (abandon)
-	oldRoot int             // O_PATH fd of the host's root (below oldRootDir)
-	bound   map[string]bool // host paths bound (or made, for /proc) so far
-	binds   []boundFile     // what each bind showed when it was made
-	links   []madeLink      // the symlinks made, as the host had them
+	origNS  int                 // the mount namespace the thread came from (abandon)
+	oldRoot int                 // O_PATH fd of the host's root (below oldRootDir)
+	bound   map[string]bindKind // host paths bound (or made, for /proc) so far, and how
+	asked   map[nameKind]bool   // the names (as a policy gives them) materialized so far
+	binds   []boundFile         // what each bind showed when it was made
+	links   []madeLink          // the symlinks made, as the host had them
 	sealed  bool
 }
 
 // boundFile is a path bound into the root, and the file it was on the host.
+// nameKind is a path as a policy names it, with how it is to be bound.
+type nameKind struct {
+	name string
+	kind bindKind
+}
+
 type boundFile struct {
 	path string
 	id   fileID
@@ -98,7 +105,7 @@ func enterPrivateRoot() (*privateRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening the mount namespace: %w", errRootSetup, err)
 	}
-	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bool{}}
+	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bindKind{}, asked: map[nameKind]bool{}}
 	if err := r.enter(); err != nil {
 		return nil, r.abandon(err)
 	}
@@ -205,8 +212,12 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 		return strings.Count(all[i].path, "/") < strings.Count(all[j].path, "/")
 	})
 	for _, e := range all {
-		if err := r.materialize(e.path, e.kind); err != nil {
-			return err
+		// A name done before (the base's, at prepare) costs nothing at the call.
+		if nk := (nameKind{e.path, e.kind}); !r.asked[nk] {
+			if err := r.materialize(e.path, e.kind); err != nil {
+				return err
+			}
+			r.asked[nk] = true
 		}
 	}
 	return nil
@@ -288,8 +299,8 @@ func (r *privateRoot) makeLink(link, target string) error {
 
 // bind binds the host's p (free of symlinks) at p, with kind's mount flags.
 func (r *privateRoot) bind(p string, kind bindKind) error {
-	if r.bound[p] {
-		return nil
+	if k, ok := r.bound[p]; ok && k == kind {
+		return nil // bound already, as asked (else bound again, on top)
 	}
 	switch p {
 	case "/":
@@ -297,7 +308,7 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		// each entry of its root, but this root's own /proc and /dev.
 		return r.bindTopLevel(kind)
 	case "/proc":
-		r.bound[p] = true
+		r.bound[p] = kind
 		return mountProc()
 	}
 	// Opened without following any link: p was checked link-free above, and a
@@ -341,7 +352,7 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
 		return fmt.Errorf("setting the flags of %s: %w", p, err)
 	}
-	r.bound[p] = true
+	r.bound[p] = kind
 	r.binds = append(r.binds, boundFile{p, idOf(&st)})
 	return nil
 }
@@ -396,13 +407,13 @@ func (r *privateRoot) reset() error {
 	if err := unix.Rmdir(prev); err != nil {
 		return fmt.Errorf("rmdir %s: %w", prev, err)
 	}
-	r.bound, r.binds, r.links = map[string]bool{}, nil, nil
+	r.bound, r.asked, r.binds, r.links = map[string]bindKind{}, map[nameKind]bool{}, nil, nil
 	return r.devLinks()
 }
 
 // bindTopLevel binds every entry of the host's root, but /proc and /dev.
 func (r *privateRoot) bindTopLevel(kind bindKind) error {
-	r.bound["/"] = true
+	r.bound["/"] = kind
 	dir, err := os.Open(oldRootDir)
 	if err != nil {
 		return fmt.Errorf("listing the host's root: %w", err)
