@@ -71,16 +71,21 @@ type privateRoot struct {
 	asked   map[nameKind]bool   // the names (as a policy gives them) materialized so far
 	binds   []boundFile         // what each bind showed when it was made
 	links   []madeLink          // the symlinks made, as the host had them
+	// watch is an inotify descriptor watching the host's directories that hold
+	// a bound path or a made link (or one of their ancestors), -1 if none: no
+	// event since they were bound means nothing to check (see stale).
+	watch   int
+	watched map[string]bool
 	sealed  bool
 }
 
-// boundFile is a path bound into the root, and the file it was on the host.
 // nameKind is a path as a policy names it, with how it is to be bound.
 type nameKind struct {
 	name string
 	kind bindKind
 }
 
+// boundFile is a path bound into the root, and the file it was on the host.
 type boundFile struct {
 	path string
 	id   fileID
@@ -105,7 +110,7 @@ func enterPrivateRoot() (*privateRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening the mount namespace: %w", errRootSetup, err)
 	}
-	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bindKind{}, asked: map[nameKind]bool{}}
+	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bindKind{}, asked: map[nameKind]bool{}, watch: -1}
 	if err := r.enter(); err != nil {
 		return nil, r.abandon(err)
 	}
@@ -294,6 +299,7 @@ func (r *privateRoot) makeLink(link, target string) error {
 		return fmt.Errorf("symlink %s: %w", link, err)
 	}
 	r.links = append(r.links, madeLink{link, target})
+	r.watchAbove(link)
 	return nil
 }
 
@@ -354,6 +360,7 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	}
 	r.bound[p] = kind
 	r.binds = append(r.binds, boundFile{p, idOf(&st)})
+	r.watchAbove(p)
 	return nil
 }
 
@@ -361,6 +368,12 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 // the host (a directory replaced, a file renamed over, a link retargeted): a
 // bind holds the file it was made with, and a pooled launcher may wait long.
 func (r *privateRoot) stale() bool {
+	if r.watch >= 0 {
+		var buf [4096]byte
+		if _, err := unix.Read(r.watch, buf[:]); errors.Is(err, unix.EAGAIN) {
+			return false // no directory above a bind or link changed
+		}
+	}
 	for _, l := range r.links {
 		if target, err := readlinkAt(r.oldRoot, l.path[1:]); err != nil || target != l.target {
 			return true
@@ -373,6 +386,40 @@ func (r *privateRoot) stale() bool {
 		}
 	}
 	return false
+}
+
+// watchAbove has the host's directories above p watched for entries made,
+// removed or renamed: the ways a bound path or a made link can come to name
+// something else. Where inotify is not to be had, stale checks every time.
+func (r *privateRoot) watchAbove(p string) {
+	if r.watch < 0 {
+		if r.watched != nil {
+			return // inotify failed before
+		}
+		r.watched = map[string]bool{}
+		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+		if err != nil {
+			return
+		}
+		r.watch = fd
+	}
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		if !r.watched[dir] {
+			r.watched[dir] = true
+			host := oldRootDir + dir
+			if dir == "/" {
+				host = oldRootDir
+			}
+			if _, err := unix.InotifyAddWatch(r.watch, host, unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF); err != nil {
+				unix.Close(r.watch) // a directory unwatched: check every time
+				r.watch = -1
+				return
+			}
+		}
+		if dir == "/" {
+			return
+		}
+	}
 }
 
 // reset starts the root again from an empty tmpfs: a new one is mounted inside
@@ -408,6 +455,10 @@ func (r *privateRoot) reset() error {
 		return fmt.Errorf("rmdir %s: %w", prev, err)
 	}
 	r.bound, r.asked, r.binds, r.links = map[string]bindKind{}, map[nameKind]bool{}, nil, nil
+	if r.watch >= 0 {
+		unix.Close(r.watch)
+	}
+	r.watch, r.watched = -1, nil
 	return r.devLinks()
 }
 
@@ -519,6 +570,9 @@ func (r *privateRoot) seal() error {
 	}
 	unix.Close(r.oldRoot)
 	unix.Close(r.origNS)
+	// r.watch stays open (close-on-exec, the command does not get it): closing
+	// an inotify descriptor with watches waits for an SRCU grace period, some
+	// milliseconds; the launcher's exit, after the call, closes it instead.
 	if err := unix.Unmount(oldRootDir, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the host's root: %w", err)
 	}
