@@ -94,6 +94,13 @@ func (e *env) exec(args []string) int {
 	if l.json {
 		return e.printed("exec", writeJSON(e.stdout, out), e.execStatus(out))
 	}
+	return e.printOutput("exec", out, false)
+}
+
+// printOutput prints a command's output as it came, stdout to stdout and stderr to
+// stderr, and returns the exit status: of the command when it ended, ExitOK while
+// it runs on (a session).
+func (e *env) printOutput(cmd string, out *supervisor.ExecOutput, running bool) int {
 	io.WriteString(e.stdout, out.Stdout)
 	stderr := out.Stderr
 	if out.Killed {
@@ -102,8 +109,11 @@ func (e *env) exec(args []string) int {
 		stderr = wordsOf("exec").say(reason) + "\n" + rest
 	}
 	io.WriteString(e.stderr, stderr)
+	if running {
+		return ExitOK
+	}
 	if out.ExitCode == nil && !out.Killed {
-		fmt.Fprintln(e.stderr, "autobox exec: the command could not be started")
+		fmt.Fprintln(e.stderr, "autobox "+cmd+": the command could not be started")
 	}
 	return e.execStatus(out)
 }

@@ -69,21 +69,7 @@ func (e *env) printSession(cmd string, out *supervisor.SessionOutput, asJSON boo
 		}
 		return e.printed(cmd, writeJSON(e.stdout, out), status)
 	}
-	io.WriteString(e.stdout, out.Stdout)
-	stderr := out.Stderr
-	if out.Killed {
-		// The reason, first, in the command line's words (--cpu, not cpuMs).
-		reason, rest, _ := strings.Cut(stderr, "\n")
-		stderr = wordsOf("exec").say(reason) + "\n" + rest
-	}
-	io.WriteString(e.stderr, stderr)
-	if out.Running {
-		return ExitOK
-	}
-	if out.ExitCode == nil && !out.Killed {
-		fmt.Fprintln(e.stderr, "autobox "+cmd+": the command could not be started")
-	}
-	return e.execStatus(&out.ExecOutput)
+	return e.printOutput(cmd, &out.ExecOutput, out.Running)
 }
 
 func (e *env) session(args []string) int {

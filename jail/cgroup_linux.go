@@ -2,7 +2,6 @@ package jail
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,19 +106,13 @@ func sweepStaleCgroups(base string, kill func(dir string)) {
 		}
 		owner, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 || processExists(pid) {
+		if err != nil || pid <= 0 || procfs.Exists(pid) {
 			continue // another naming (a probe), or its owner still runs
 		}
 		dir := filepath.Join(base, e.Name())
 		kill(dir)
 		removeCgroupDir(dir)
 	}
-}
-
-// processExists reports whether a process with this pid exists.
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // memCgroup is one launcher's cgroup.

@@ -42,6 +42,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -90,7 +91,7 @@ func sweepStale(parent string) {
 		if _, err := fmt.Sscanf(filepath.Base(d), "autobox-proxy-%d-", &pid); err != nil || pid <= 0 {
 			continue
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+		if !procfs.Exists(pid) {
 			os.RemoveAll(d)
 		}
 	}

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/pace"
+	"github.com/autobox-dev/autobox/internal/procfs"
 )
 
 // scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
@@ -52,18 +51,11 @@ func sweepScratch() {
 	for _, dir := range dirs {
 		owner, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), "autobox-scratch-"), "-")
 		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 || processExists(pid) {
+		if err != nil || pid <= 0 || procfs.Exists(pid) {
 			continue
 		}
 		removeScratch(dir)
 	}
-}
-
-// processExists reports whether a process with this pid exists (a reused pid
-// only keeps a stale dir for longer).
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (d *scratchDirs) refill() {
