@@ -29,9 +29,10 @@ import (
 // microseconds (a process, all its threads, in milliseconds).
 //
 // pids.max counts the command thread until it exits: it is maxProcesses + 1
-// when the command is forked and maxProcesses once the launcher reports the
-// start, so the tree is held to maxProcesses at every moment after the thread
-// is gone, and to maxProcesses (plus the thread) before.
+// when the command is forked, and the command thread itself lowers it to
+// maxProcesses right after the fork (the launcher gets pids.max too), before
+// the command has run a single instruction of its program; until the thread is
+// gone, a moment later, the tree is held one below its limit.
 //
 // cgroup v2 puts a process's threads in one cgroup (a threaded subtree would
 // be needed), so there the command has no cgroups of its own: the watchdog
@@ -41,9 +42,13 @@ type cmdCgroups struct {
 	pids, cpu string // base directories in the v1 hierarchies, "" where there is none
 }
 
-// launcherCgroupsEnv tells a launcher how many task files it was given, from
-// fd 5 up (see joinCmdCgroups).
-const launcherCgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
+// launcherCgroupsEnv tells a launcher how many cgroup files it was given, from
+// fd 5 up (see joinCmdCgroups), and launcherPidsMaxEnv that the last of them
+// is pids.max.
+const (
+	launcherCgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
+	launcherPidsMaxEnv = "AUTOBOX_LAUNCHER_PIDS_MAX"
+)
 
 // firstCgroupFD is the first of the task files a launcher gets.
 const firstCgroupFD = statusFD + 1
@@ -141,10 +146,14 @@ func (c *cmdCgroups) create() *cmdCgroup {
 	return g
 }
 
-// files are the task files a launcher gets from fd 5 up; nil without cgroups.
+// files are the task files a launcher gets from fd 5 up, then pids.max if there
+// is a pids cgroup (launcherPidsMaxEnv); nil without cgroups.
 func (g *cmdCgroup) files() []*os.File {
 	if g == nil {
 		return nil
+	}
+	if g.pidsMax != nil {
+		return append(g.tasks[:len(g.tasks):len(g.tasks)], g.pidsMax)
 	}
 	return g.tasks
 }
@@ -172,15 +181,6 @@ func (g *cmdCgroup) setMax(l *policy.Limits) error {
 		n = l.Processes + 1
 	}
 	return g.writeMax(n)
-}
-
-// settle lowers pids.max to the command's own limit once the command thread
-// that forked it is gone or going.
-func (g *cmdCgroup) settle() {
-	if g == nil || g.pidsMax == nil || g.max == 0 {
-		return
-	}
-	_ = g.writeMax(g.max - 1)
 }
 
 func (g *cmdCgroup) writeMax(n int) error {
@@ -263,8 +263,28 @@ func (g *cmdCgroup) remove() {
 // file moves the writing thread only.
 func joinCmdCgroups() {
 	n, _ := strconv.Atoi(os.Getenv(launcherCgroupsEnv))
-	for fd := firstCgroupFD; fd < firstCgroupFD+n && n <= 8; fd++ {
+	if n <= 0 || n > 8 {
+		return
+	}
+	last := firstCgroupFD + n
+	if os.Getenv(launcherPidsMaxEnv) == "1" {
+		last--
+		pidsMaxFD = last
+	}
+	for fd := firstCgroupFD; fd < last; fd++ {
 		_, _ = unix.Write(fd, []byte("0"))
 		unix.Close(fd)
 	}
+}
+
+// pidsMaxFD is the command's pids.max, kept by the command thread; -1 if none.
+var pidsMaxFD = -1
+
+// lowerPidsMax, on the command thread right after the fork: the tree's limit
+// is l's now, no longer one more for this thread (see cmdCgroups).
+func lowerPidsMax(l *policy.Limits) {
+	if pidsMaxFD < 0 || l == nil || l.Processes <= 0 {
+		return
+	}
+	_, _ = unix.Pwrite(pidsMaxFD, []byte(strconv.Itoa(l.Processes)), 0)
 }

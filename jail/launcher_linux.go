@@ -305,6 +305,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err != nil {
 		return 0, privateRoot, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}
+	lowerPidsMax(spec.Limits)
 	return pid, privateRoot, pnet, nil, nil
 }
 

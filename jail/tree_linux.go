@@ -304,6 +304,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	env := launcherEnv()
 	if n := len(files) - firstCgroupFD; n > 0 {
 		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
+		if t.cmdcg != nil && t.cmdcg.pidsMax != nil {
+			env = append(env, launcherPidsMaxEnv+"=1")
+		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
 	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
@@ -367,7 +370,6 @@ func (t *Tree) readStatus(status *os.File) report {
 		case msgStarted:
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
-			t.cmdcg.settle()
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
