@@ -56,21 +56,56 @@ func platformChecks(r *DoctorReport) {
 	} else {
 		r.add("no_new_privs", statusMissing, "PR_SET_NO_NEW_PRIVS is not available", "exec_command is refused")
 	}
+	iso := jail.Isolations()
+	modeCheck(r, iso)
+	isolationChecks(r, iso)
+}
+
+// modeCheck reports which of the three Linux modes this process's launchers
+// run in, and for an ordinary user without user namespaces the one-time fix.
+func modeCheck(r *DoctorReport, iso jail.Isolation) {
+	switch {
+	case iso.UserNamespace:
+		r.add("mode", statusOK, jail.ModeUserNS+": each launcher is made in a user namespace of its own (uid "+fmt.Sprint(os.Getuid())+" mapped to itself)",
+			"an ordinary user gets what root gets: pid, mount, network and IPC namespaces; commands keep the user's uid, with no capabilities")
+	case iso.PidNamespace:
+		r.add("mode", statusOK, jail.ModeRoot+": this process holds CAP_SYS_ADMIN, so each launcher makes its namespaces itself", "commands run without capabilities")
+	default:
+		detail := "Landlock and seccomp on the host's filesystem and network"
+		if uid, _, drop := jail.CommandCredential(); drop {
+			detail += fmt.Sprintf("; commands run as uid %d, not root", uid)
+		}
+		r.add("mode", statusInfo, jail.ModeLandlock+": "+detail, noNamespacesWhy(iso))
+	}
 	r.add("user namespaces", statusInfo, userNamespaces(), "")
-	isolationChecks(r, jail.Isolations())
+}
+
+// noNamespacesWhy says why there are no namespaces, and how to have them.
+func noNamespacesWhy(iso jail.Isolation) string {
+	if iso.NamespacesOff {
+		return jail.NoNamespacesEnv + "=1 turned them off"
+	}
+	if os.Geteuid() == 0 {
+		return "this host refuses namespaces even to root (a container?)"
+	}
+	_, why, fix := jail.UserNamespaces()
+	if fix == "" {
+		return "user namespaces cannot be used here: " + why
+	}
+	return "user namespaces cannot be used here: " + why + ". To allow them:\n" + fix
 }
 
 // isolationChecks reports what the launchers add where this process may: the
 // namespaces, the memory cgroup, the OOM scores.
 func isolationChecks(r *DoctorReport, iso jail.Isolation) {
-	none := "none (needs root)"
+	none := "none (needs root or user namespaces)"
 	if iso.NamespacesOff {
 		none = "off (" + jail.NoNamespacesEnv + "=1)"
 	}
 	switch {
 	case iso.PidNamespace:
 		r.add("pid namespace", statusOK, "each command runs in a pid namespace of its own, its launcher the init",
-			"no process of a command outlives its launcher, and a command cannot signal anything outside")
+			"no process of a command outlives its launcher, and a command cannot see, signal or prlimit anything outside")
 	case iso.MemoryCgroups:
 		r.add("pid namespace", statusInfo, none, "a launcher that dies has every process of its cgroup killed")
 	default:
@@ -78,17 +113,22 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 			"if a launcher is killed from outside, a daemon that left its session may outlive it")
 	}
 	if iso.PrivateRoot {
-		r.add("private root", statusOK, "each command's / holds only its allowed paths", "nothing else exists for it: no host file to stat, no host socket to reach")
+		r.add("private root", statusOK, "each command's / holds only its allowed paths; /tmp is the call's own scratch dir", "nothing else exists for it: no host file to stat, no host socket to reach")
 	} else {
 		r.add("private root", statusInfo, none,
 			"a command can stat, list the attributes of and watch paths outside its mounts, and chmod its user's files; datagram unix socket pairs are refused")
 	}
 	if iso.PrivateNetwork {
 		r.add("network by host", statusOK, "allowHosts: each command gets a network namespace with only loopback and the proxy in it",
-			"it reaches the listed hosts through autobox's proxy and nothing else; commands without network run in an empty namespace")
+			"it reaches the listed hosts through autobox's proxy and nothing else; commands without network run in a namespace with loopback alone (their own servers work, nothing leaves)")
 	} else {
 		r.add("network by host", statusInfo, none,
-			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it")
+			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it; a command without network has no sockets but unix socket pairs")
+	}
+	if iso.IPCNamespace {
+		r.add("ipc namespace", statusOK, "each launcher has an IPC namespace of its own", "System V shared memory, semaphores and message queues, and POSIX message queues, die with the call")
+	} else {
+		r.add("ipc namespace", statusInfo, none, "System V segments a command makes outlive the call")
 	}
 	if iso.MemoryCgroups {
 		r.add("memory cgroup", statusOK, "a hard kernel limit per command", "")
@@ -125,7 +165,7 @@ func userNamespaces() string {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	const note = "; not used by autobox, and denied to sandboxed commands"
+	const note = "; denied to sandboxed commands"
 	switch {
 	case read("/proc/sys/user/max_user_namespaces") == "0":
 		return "disabled (user.max_user_namespaces = 0)" + note

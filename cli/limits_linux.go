@@ -12,9 +12,13 @@ import (
 // limitChecks reports how exec_command's limits beyond time and memory are held
 // here: by the kernel, or only by the watchdog that polls the tree every 10 ms.
 func limitChecks(r *DoctorReport, iso jail.Isolation) {
-	if iso.ProcessCgroups {
+	switch {
+	case iso.ProcessCgroups:
 		r.add("process limit", statusOK, "kernel: a pids cgroup per command (forks past maxProcesses fail with EAGAIN; a call refused that many, 8 to 64, is killed)", "")
-	} else {
+	case iso.UserNamespace:
+		r.add("process limit", statusOK, "kernel: RLIMIT_NPROC, which counts the tasks of the call's own user namespace (forks past maxProcesses fail with EAGAIN)",
+			"a call held at its limit runs on until its timeout (the refused forks are not counted without a pids cgroup)")
+	default:
 		r.add("process limit", statusInfo, "watchdog only (a pids cgroup per command needs root on cgroup v1); "+nprocNote(),
 			"a fork bomb can pass maxProcesses for up to one poll (10 ms) before the call is killed; nothing refuses a fork with EAGAIN")
 	}

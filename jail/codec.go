@@ -84,6 +84,7 @@ const (
 	tagLinks        = 7
 	tagPrivateNet   = 8
 	tagProxyPort    = 9
+	tagTmp          = 10
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -204,6 +205,7 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.strs(tagLinks, s.Links)
 	e.flag(tagPrivateNet, s.PrivateNetwork)
 	e.int(tagProxyPort, s.ProxyPort)
+	e.str(tagTmp, s.Tmp)
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -424,6 +426,8 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.PrivateNetwork = true
 		case tagProxyPort:
 			s.ProxyPort, err = d.int()
+		case tagTmp:
+			s.Tmp, err = d.str()
 		default:
 			err = errTag(tag)
 		}

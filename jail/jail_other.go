@@ -86,3 +86,9 @@ func (t *Tree) Shmem() int64 { return 0 }
 
 // Usage returns zeros.
 func (t *Tree) Usage() policy.Usage { return policy.Usage{} }
+
+// CommandCredential reports the uid and gid commands run as: this process's.
+func CommandCredential() (uid, gid int, drop bool) { return os.Getuid(), os.Getgid(), false }
+
+// Isolation names the mode the command ran in: none here.
+func (t *Tree) Isolation() string { return "" }

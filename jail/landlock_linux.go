@@ -58,12 +58,16 @@ type pathRule struct {
 }
 
 // landlockPlan is the ruleset for p at ABI abi, before any syscall.
-func landlockPlan(p *policy.Sandbox, abi int) (attr unix.LandlockRulesetAttr, size uintptr, rules []pathRule) {
+//
+// loopback says the thread is in a network namespace of its own that holds
+// loopback alone: TCP cannot leave it, so a command without network may
+// still bind and connect there (a test suite's own server, say).
+func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.LandlockRulesetAttr, size uintptr, rules []pathRule) {
 	handled := handledFS(abi)
 	attr.Handled_access_fs = handled
 	size = unsafe.Offsetof(attr.Handled_access_net)
 	if abi >= abiNet {
-		if !p.AllowNetwork {
+		if !p.AllowNetwork && !loopback {
 			// Handled with no rule: every TCP bind and connect is denied.
 			attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 		}

@@ -42,7 +42,7 @@ func TestLandlockPlan(t *testing.T) {
 		{abi: 7, wantNet: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, wantScp: unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, wantSize: 24},
 	} {
 		p.AllowNetwork = tc.net
-		attr, size, rules := landlockPlan(p, tc.abi)
+		attr, size, rules := landlockPlan(p, tc.abi, false)
 		if attr.Handled_access_net != tc.wantNet || attr.Scoped != tc.wantScp || size != tc.wantSize {
 			t.Errorf("abi %d net %v: net %#x scoped %#x size %d, want %#x %#x %d", tc.abi, tc.net, attr.Handled_access_net, attr.Scoped, size, tc.wantNet, tc.wantScp, tc.wantSize)
 		}

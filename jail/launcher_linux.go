@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/seccomp"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -35,6 +36,9 @@ const (
 // LauncherMain is the body of `autobox worker exec`: main() calls it before
 // anything else when its arguments are "worker exec". It never returns.
 func LauncherMain() {
+	if os.Getenv(userNSProbeEnv) == "1" {
+		os.Exit(probeInside())
+	}
 	os.Exit(launch())
 }
 
@@ -65,6 +69,9 @@ func launch() int {
 	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
 		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
 	}
+	// Before the launcher stops being dumpable: from then on its /proc files
+	// are root's, and an ordinary user could no longer open its own score.
+	oomScore.open()
 	// Not dumpable: /proc/<launcher>/fd and mem need CAP_SYS_PTRACE, whatever
 	// Landlock's rules (a command without scoping could otherwise forge status
 	// frames through fd/4).
@@ -152,7 +159,6 @@ type started struct {
 func commandThread(status *os.File, done chan<- started) {
 	runtime.LockOSThread()
 	joinCmdCgroups()
-	oomScore.open()
 	done <- startFromSpec(status)
 }
 
@@ -164,7 +170,7 @@ func startFromSpec(status *os.File) started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
-	_, _ = sandboxFilter(false, !wantPrivateRoot())
+	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot()})
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -259,8 +265,9 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
 	defer cio.close()
+	loopback := false
 	if !spec.Unsafe {
-		if pnet, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
+		if pnet, loopback, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
 			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
 		if privateRoot, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
@@ -281,12 +288,15 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 			own.ReadOnly = append(append([]string(nil), sb.ReadOnly...), netFileNames...)
 			sb = &own
 		}
-		if err := restrictThread(sb, pr, privateRoot); err != nil {
+		if err := restrictThread(sb, pr, privateRoot, loopback); err != nil {
 			return 0, privateRoot, nil, nil, err
 		}
 	}
 	// Last, as they bind the launcher too (see applyRlimits).
 	if err := applyRlimits(spec.Limits); err != nil {
+		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := applyNproc(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
@@ -466,7 +476,7 @@ type oomAdjust struct {
 	before []byte   // the score before raise, nil if not raised
 }
 
-// open, on the command thread before anything else.
+// open, before the launcher makes itself not dumpable.
 func (s *oomAdjust) open() {
 	s.f, _ = os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0)
 }

@@ -78,8 +78,11 @@ func hasCap(c int) bool {
 func Isolations() Isolation {
 	return Isolation{
 		PidNamespace:   usePidNamespace(),
-		PrivateRoot:    wantPrivateRoot(),
-		PrivateNetwork: wantPrivateRoot(),
+		PrivateRoot:    usePidNamespace(),
+		PrivateNetwork: usePidNamespace(),
+		IPCNamespace:   usePidNamespace(),
+		UserNamespace:  launcherMode() == nsUser,
+		Mode:           ModeName(),
 		MemoryCgroups:  probeCgroups() != nil,
 		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
 		NamespacesOff:  namespacesOff,

@@ -135,42 +135,50 @@ func (n *privateNet) close() {
 
 // isolateNet puts the calling thread in the network sb needs (see
 // privateNet), from what was prepared (pn, may be nil). It returns the
-// listeners to serve for a command with a host allowlist, else nil.
-func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, error) {
+// listeners to serve for a command with a host allowlist, else nil, and
+// whether the thread is in a network namespace of its own with loopback
+// alone (a command without network: no way out, but sockets on loopback).
+func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, bool, error) {
 	if !wantPrivateRoot() {
 		if sb.PrivateNetwork {
-			return nil, fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (it needs root)", ErrUnsupported)
+			return nil, false, fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this launcher may not make", ErrUnsupported)
 		}
-		return nil, nil
+		return nil, false, nil
 	}
 	if pn == nil {
+		if sb.AllowNetwork && !sb.PrivateNetwork {
+			return nil, false, nil // the host's network
+		}
 		if !sb.PrivateNetwork {
-			// Not prepared (a launcher outside a pool): the host's network,
-			// where seccomp refuses a command without network its sockets.
-			return nil, nil
+			// Not prepared (a launcher outside a pool): a namespace with
+			// loopback alone, without the proxy's listeners.
+			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+				return nil, false, fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
+			}
+			return nil, true, loopbackUp()
 		}
 		var err error
 		if pn, err = enterPrivateNet(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	switch {
 	case sb.PrivateNetwork:
 		if len(pn.tcp) == 0 {
-			return nil, errors.New("no listener for the proxy")
+			return nil, false, errors.New("no listener for the proxy")
 		}
 		unix.Close(pn.hostNS)
 		pn.hostNS = -1
-		return pn, nil
+		return pn, false, nil
 	case sb.AllowNetwork:
 		defer pn.close()
 		if err := unix.Setns(pn.hostNS, unix.CLONE_NEWNET); err != nil {
-			return nil, fmt.Errorf("back to the host's network: setns: %w", err)
+			return nil, false, fmt.Errorf("back to the host's network: setns: %w", err)
 		}
-	default:
-		pn.close()
+		return nil, false, nil
 	}
-	return nil, nil
+	pn.close()
+	return nil, true, nil
 }
 
 // forwarder serves a command's private network from the launcher's main

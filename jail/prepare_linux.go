@@ -63,7 +63,7 @@ func prepare(base *policy.Sandbox) *prepared {
 	}
 	st := Probe()
 	if st.Check(base) == nil {
-		attr, size, rules := landlockPlan(base, st.LandlockABI)
+		attr, size, rules := landlockPlan(base, st.LandlockABI, pr.net != nil && !base.AllowNetwork)
 		ids := make([]fileID, len(rules))
 		if fd, err := createRuleset(&attr, size, rules, ids); err == nil {
 			pr.attr, pr.size, pr.fd = attr, size, fd
@@ -82,8 +82,8 @@ func prepare(base *policy.Sandbox) *prepared {
 // ruleset returns a Landlock ruleset fd with p's rules, for the caller to close:
 // the prepared one plus p's other rules when p extends the base and the base's
 // paths are unchanged, else a new one. pr may be nil.
-func (pr *prepared) ruleset(p *policy.Sandbox, abi int) (int, error) {
-	attr, size, rules := landlockPlan(p, abi)
+func (pr *prepared) ruleset(p *policy.Sandbox, abi int, loopback bool) (int, error) {
+	attr, size, rules := landlockPlan(p, abi, loopback)
 	// In a private root prepared for the base and not rebuilt since, each base
 	// path is the bind made with its rule's file: nothing to check again.
 	if pr == nil || pr.fd < 0 || attr != pr.attr || size != pr.size || !pr.within(rules) || !pr.rootFresh && !pr.unchanged() {

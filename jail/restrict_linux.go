@@ -24,26 +24,33 @@ import (
 // Everything that can fail harmlessly (Check, opening the paths, building the
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
-func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, false) }
+func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, false, false) }
 
 // restrictThread is RestrictThread with what a pooled launcher prepared (nil:
 // nothing); privateRoot says the thread's root holds only p's paths (see
-// privateRoot), so datagram socket pairs can reach no host socket.
-func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot bool) error {
+// privateRoot), so datagram socket pairs can reach no host socket; loopback
+// that it is in a network namespace of its own with loopback alone, where a
+// command without network may use TCP and UDP sockets (they reach nothing
+// outside it).
+func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) error {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return err
 	}
-	filter, err := sandboxFilter(p.AllowNetwork, !privateRoot)
+	loopback = loopback && !p.AllowNetwork
+	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
 	if err != nil {
 		return err
 	}
-	ruleset, err := pr.ruleset(p, st.LandlockABI)
+	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	defer unix.Close(ruleset)
 
+	if err := dropUID(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
 	if err := dropCapabilities(pr.isBounded()); err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
@@ -59,26 +66,18 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot bool) error {
 	return nil
 }
 
-// sandboxFilters are the seccomp filters RestrictThread loads, built once
-// each (the launcher builds the usual one while it waits for its spec):
-// network allowed, and without network with and without datagram pairs.
-var sandboxFilters = [3]func() ([]unix.SockFilter, error){
-	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(seccomp.Options{}) }),
-	sync.OnceValues(func() ([]unix.SockFilter, error) {
-		return buildSandboxFilter(seccomp.Options{StreamPairsOnly: true})
-	}),
-	sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(seccomp.Options{AllowNetwork: true}) }),
+// sandboxFilter returns the seccomp filter RestrictThread loads for o, built
+// once for each o (the launcher builds the usual one while it waits for its
+// spec).
+func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
+	if o.AllowNetwork {
+		o = seccomp.Options{AllowNetwork: true}
+	}
+	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
+	return f.(func() ([]unix.SockFilter, error))()
 }
 
-func sandboxFilter(allowNetwork, streamPairsOnly bool) ([]unix.SockFilter, error) {
-	switch {
-	case allowNetwork:
-		return sandboxFilters[2]()
-	case streamPairsOnly:
-		return sandboxFilters[1]()
-	}
-	return sandboxFilters[0]()
-}
+var sandboxFilters sync.Map // seccomp.Options → func() ([]unix.SockFilter, error)
 
 func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	arch, ok := seccomp.ArchFor(runtime.GOARCH)

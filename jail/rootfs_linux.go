@@ -216,7 +216,14 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 	sort.SliceStable(all, func(i, j int) bool {
 		return strings.Count(all[i].path, "/") < strings.Count(all[j].path, "/")
 	})
+	tmpDone := false
 	for _, e := range all {
+		if !tmpDone && strings.Count(e.path, "/") > 1 {
+			if err := r.bindTmp(p); err != nil {
+				return err
+			}
+			tmpDone = true
+		}
 		// A name done before (the base's, at prepare) costs nothing at the call.
 		if nk := (nameKind{e.path, e.kind}); !r.asked[nk] {
 			if err := r.materialize(e.path, e.kind); err != nil {
@@ -224,6 +231,9 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 			}
 			r.asked[nk] = true
 		}
+	}
+	if !tmpDone {
+		return r.bindTmp(p)
 	}
 	return nil
 }
@@ -317,6 +327,30 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		r.bound[p] = kind
 		return mountProc()
 	}
+	return r.bindAt(p, p, kind)
+}
+
+// bindTmp binds the call's scratch dir (free of symlinks) at /tmp, unless
+// the policy gives /tmp (or all of "/") itself: tools that write to /tmp
+// then write into the call's own directory, which goes with the call. It
+// comes before the paths inside /tmp (the scratch dir's own name among them):
+// their mount points are made in the scratch dir.
+func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
+	if p.Tmp == "" || r.bound["/tmp"] == bindRW {
+		return nil
+	}
+	for _, l := range [][]string{p.ReadOnly, p.ReadWrite} {
+		for _, q := range l {
+			if q == "/" || q == "/tmp" {
+				return nil
+			}
+		}
+	}
+	return r.bindAt(p.Tmp, "/tmp", bindRW)
+}
+
+// bindAt binds the host's src (free of symlinks) at dst in the private root.
+func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
 	// Opened without following any link: p was checked link-free above, and a
 	// link swapped in since then must not redirect the bind.
 	src, err := unix.Openat2(r.oldRoot, p[1:], &unix.OpenHow{
@@ -334,7 +368,7 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	if err := unix.Fstat(src, &st); err != nil {
 		return fmt.Errorf("stat %s: %w", p, err)
 	}
-	if err := mountPoint(p, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+	if err := mountPoint(dst, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
 		return err
 	}
 	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
@@ -342,8 +376,8 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		return fmt.Errorf("open_tree %s: %w", p, err)
 	}
 	defer unix.Close(tree)
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("move_mount %s: %w", p, err)
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount %s: %w", dst, err)
 	}
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	switch kind {
@@ -355,10 +389,10 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		// Writes to a device ignore a read-only mount; chmod and chown of it do not.
 		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, Attr_clr: unix.MOUNT_ATTR_NODEV}
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
-		return fmt.Errorf("setting the flags of %s: %w", p, err)
+	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fmt.Errorf("setting the flags of %s: %w", dst, err)
 	}
-	r.bound[p] = kind
+	r.bound[dst] = kind
 	r.binds = append(r.binds, boundFile{p, idOf(&st)})
 	r.watchAbove(p)
 	return nil

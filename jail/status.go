@@ -150,6 +150,14 @@ type Isolation struct {
 	PrivateNetwork bool
 	// NamespacesOff: NoNamespacesEnv turned the namespaces off.
 	NamespacesOff bool
+	// IPCNamespace: each launcher has an IPC namespace of its own, so the
+	// System V segments and POSIX message queues of a call die with it.
+	IPCNamespace bool
+	// UserNamespace: launchers are made in user namespaces of their own (an
+	// ordinary user's server), which is how they hold the namespaces above.
+	UserNamespace bool
+	// Mode names the whole: ModeRoot, ModeUserNS or ModeLandlock.
+	Mode string
 	// ProcessCgroups: each command has a pids cgroup of its own whose limit is
 	// its maxProcesses (cgroup v1, where this process may make cgroups).
 	ProcessCgroups bool

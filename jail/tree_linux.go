@@ -44,6 +44,8 @@ type Tree struct {
 	// pidns: the launcher is the init of a pid namespace of its own, so its
 	// death kills every process of the tree (the kernel sees to it).
 	pidns bool
+	// userns: the launcher was made in a user namespace of its own.
+	userns bool
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -96,8 +98,8 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
-	if spec.Sandbox.PrivateNetwork && !wantPrivateRoot() {
-		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (it needs root)", ErrUnsupported)
+	if spec.Sandbox.PrivateNetwork && launcherMode() == nsNone {
+		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (%s)", ErrUnsupported, noNamespacesWhy())
 	}
 	return Probe().Check(&spec.Sandbox)
 }
@@ -284,10 +286,9 @@ func launcherEnv() []string {
 var launcherEnvBase = goenv.Child("16MiB")
 
 // usePidNamespace reports whether launchers get a pid namespace of their own:
-// where this process may make one (CAP_SYS_ADMIN), unless NoNamespacesEnv.
-func usePidNamespace() bool {
-	return !namespacesOff && !pidNamespacesRefused.Load() && hasCapSysAdmin()
-}
+// where this process may make one (CAP_SYS_ADMIN, or a user namespace made
+// with it, see userns_linux.go), unless NoNamespacesEnv.
+func usePidNamespace() bool { return launcherMode() != nsNone }
 
 // pidNamespacesRefused is set when making a launcher's pid namespace failed.
 var pidNamespacesRefused atomic.Bool
@@ -298,10 +299,21 @@ var pidNamespacesRefused atomic.Bool
 func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- error) {
 	runtime.LockOSThread()
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
-	if t.pidns {
-		sys.Cloneflags = syscall.CLONE_NEWPID
-	}
+	mode := launcherMode()
 	env := launcherEnv()
+	if uid, _, drop := CommandCredential(); drop {
+		env = append(env[:len(env):len(env)], dropUIDEnv+"="+strconv.Itoa(uid))
+	}
+	if t.pidns {
+		// A pid namespace, and an IPC namespace, so that System V segments
+		// and POSIX message queues die with the call.
+		sys.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
+		if mode == nsUser {
+			t.userns = true
+			userNSAttr(sys)
+			env = append(env[:len(env):len(env)], userNSEnv+"=1")
+		}
+	}
 	if n := len(files) - firstCgroupFD; n > 0 {
 		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
 		if t.cmdcg != nil && t.cmdcg.pidsMax != nil {
@@ -310,11 +322,19 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
 	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
-	if err != nil && t.pidns && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+	if err != nil && t.pidns && mode == nsRoot && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
 		// A host (a container) that refuses pid namespaces to root: without.
 		pidNamespacesRefused.Store(true)
 		t.pidns, sys.Cloneflags = false, 0
+		if uid, _, drop := CommandCredential(); drop {
+			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], dropUIDEnv+"="+strconv.Itoa(uid))
+		}
 		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	}
+	if err != nil && mode == nsUser {
+		// Probed at start-up, refused now (user.max_user_namespaces reached,
+		// say): the call fails rather than run with less than it was told.
+		err = fmt.Errorf("making the launcher's user namespace: %w", err)
 	}
 	if err != nil {
 		forked <- fmt.Errorf("starting launcher %s: %w", exe, err)
@@ -448,6 +468,23 @@ func (t *Tree) OOMKilled() bool { return t.oomKills > 0 }
 // Pid is the launcher's pid: the root of the tree, whose descendants are the
 // command's processes.
 func (t *Tree) Pid() int { return t.pid }
+
+// Isolation names the mode the command ran in (ModeRoot, ModeUserNS or
+// ModeLandlock), with ", no private root" where its launcher had to do
+// without one (the host's mounts made read-only instead). Valid after Wait.
+func (t *Tree) Isolation() string {
+	if !t.pidns {
+		return ModeLandlock
+	}
+	m := ModeRoot
+	if t.userns {
+		m = ModeUserNS
+	}
+	if !t.root {
+		m += ", no private root"
+	}
+	return m
+}
 
 // Wait blocks until the command and everything it spawned are gone, and
 // returns how the command ended. The error is non-nil (wrapping ErrLauncher)

@@ -41,4 +41,10 @@ type Sandbox struct {
 	// allowed paths alone (the Linux private root) makes them too, as the
 	// host has them, so that programs find what they look for by those names.
 	Links []string
+	// Tmp is the call's own scratch directory, one of ReadWrite: where an
+	// enforcer builds the command's filesystem from the allowed paths alone
+	// (the Linux private root), it is also what the command finds at /tmp,
+	// so that tools that write to /tmp work and write only there. "" leaves
+	// /tmp as the other paths make it.
+	Tmp string
 }

@@ -235,6 +235,9 @@ func (t *Tree) wait() {
 //
 // Known macOS limit: a descendant that calls setsid(2) or setpgid(2) leaves
 // the group and survives; macOS has no subreaper or cgroup to find it by.
+// Isolation names the sandbox the command ran in.
+func (t *Tree) Isolation() string { return "seatbelt" }
+
 func (t *Tree) Kill() {
 	if t.cmd == nil {
 		return

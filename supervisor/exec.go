@@ -51,6 +51,7 @@ type ExecOutput struct {
 	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
 	Signal          string        `json:"signal,omitempty" jsonschema:"the signal that ended the command"`
 	Unsandboxed     bool          `json:"unsandboxed,omitempty" jsonschema:"the command ran without an OS sandbox (the server's --unsafe-no-sandbox)"`
+	Isolation       string        `json:"isolation,omitempty" jsonschema:"the sandbox the command ran in: namespaces (a root server: pid, mount, network and IPC namespaces, a private root), user-namespaces (an ordinary user's server: the same, inside a user namespace), landlock-only (no namespaces on this host: Landlock and seccomp over the host's filesystem), seatbelt (macOS)"`
 	StdoutEncoding  string        `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	StderrEncoding  string        `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
@@ -228,6 +229,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	watched := stopLimits()
 	killedBy := k.settle()
 	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
+	out.Isolation = isolationOf(tree)
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
@@ -360,6 +362,7 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 		sb.Links = append(append([]string(nil), sb.Links...), systemPaths().networkLinks...)
 	}
 	sb.ReadWrite = []string{scratch}
+	sb.Tmp = scratch
 	for _, m := range mounts {
 		if m.Writable {
 			sb.ReadWrite = append(sb.ReadWrite, m.Host)

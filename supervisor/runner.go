@@ -26,6 +26,14 @@ type runner interface {
 	close()
 }
 
+// isolationOf names the sandbox t ran in, "" where its enforcer does not say.
+func isolationOf(t tree) string {
+	if i, ok := t.(interface{ Isolation() string }); ok {
+		return i.Isolation()
+	}
+	return ""
+}
+
 // oomKilled reports whether the kernel's OOM killer ended a process of t for going
 // over the kernel's limit (only trees with one can tell).
 func oomKilled(t tree) bool {

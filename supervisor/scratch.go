@@ -12,6 +12,7 @@ import (
 
 	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/internal/procfs"
+	"github.com/autobox-dev/autobox/jail"
 )
 
 // scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
@@ -139,6 +140,14 @@ func makeScratch() (string, error) {
 	if err != nil {
 		os.Remove(dir)
 		return "", fmt.Errorf("creating the scratch dir: %w", err)
+	}
+	// A root server without namespaces runs commands as another uid (see
+	// jail.CommandCredential): the scratch dir is theirs.
+	if uid, gid, drop := jail.CommandCredential(); drop {
+		if err := os.Chown(real, uid, gid); err != nil {
+			os.Remove(real)
+			return "", fmt.Errorf("handing the scratch dir to uid %d: %w", uid, err)
+		}
 	}
 	return real, nil
 }

@@ -326,7 +326,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 			forget()
 			defer cleanup()
 			defer closeProxy()
-			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res)))}
+			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res))), Isolation: isolationOf(tree)}
 			out, err := c.ended(out, tree, res, werr, killedBy, scratch, pc)
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}

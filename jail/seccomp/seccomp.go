@@ -79,6 +79,8 @@ const (
 	PersonaLinux = 0x0
 	PersonaQuery = 0xffffffff
 	AFUnix       = 1
+	AFInet       = 2
+	AFInet6      = 10
 )
 
 const (
@@ -108,6 +110,12 @@ type Options struct {
 	// allowed paths cannot be built (where it can, no such socket exists for
 	// the command to name).
 	StreamPairsOnly bool
+	// Loopback (with !AllowNetwork) allows socket(2) for AF_INET and
+	// AF_INET6 too: the jail sets it for a command whose network namespace
+	// holds loopback alone, where such a socket reaches nothing outside the
+	// call. socket(AF_UNIX) stays refused (a named socket in a mounted
+	// directory is still a door to a host service).
+	Loopback bool
 }
 
 // Sandbox returns the filter for a sandboxed process tree on arch a.
@@ -170,6 +178,10 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	if !o.AllowNetwork {
 		p.label("socket")
 		p.load(ArgLow(0))
+		if o.Loopback {
+			p.jump(bpf.JumpEqual, AFInet, labelAllow, "")
+			p.jump(bpf.JumpEqual, AFInet6, labelAllow, "")
+		}
 		p.jump(bpf.JumpEqual, AFUnix, labelEPERM, labelEAFNOSUPPORT)
 		p.label("socketpair")
 		p.load(ArgLow(0))

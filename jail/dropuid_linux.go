@@ -1,0 +1,68 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A root server without namespaces (NoNamespacesEnv, or a host that refuses
+// them even to root) must not run commands as uid 0. Without capabilities
+// uid 0 still owns every root-owned file: it could chmod one (a setuid-root
+// copy of a shell in a read-write mount, for every local user to run) or
+// rewrite a root-owned file Landlock lets it write. There the command thread
+// takes an unprivileged uid and gid (nobody's, 65534) right before it drops
+// its capabilities: after its Landlock rules are opened (as root: a mount
+// the call declared may lie below a directory only root may search) and
+// before the restriction. The scratch dir is handed to that uid by the
+// supervisor (CommandCredential); a read-write mount must be writable by it.
+// In every namespaced mode the command keeps the server's uid: as root it
+// gets a private root whose host files are bound read-only, and as an
+// ordinary user it is that user.
+
+// dropUIDEnv tells a launcher the uid and gid its command runs as.
+const dropUIDEnv = "AUTOBOX_COMMAND_UID"
+
+// unprivilegedID is the uid and gid commands of a root server without
+// namespaces run as.
+const unprivilegedID = 65534
+
+// CommandCredential reports the uid and gid this process's commands run as
+// when it is not their own (drop): a root server without namespaces.
+func CommandCredential() (uid, gid int, drop bool) {
+	if os.Geteuid() == 0 && launcherMode() == nsNone {
+		return unprivilegedID, unprivilegedID, true
+	}
+	return os.Getuid(), os.Getgid(), false
+}
+
+// commandUID is the uid the launcher's command runs as, -1 for its own.
+var commandUID = func() int {
+	n, err := strconv.Atoi(os.Getenv(dropUIDEnv))
+	if err != nil || n <= 0 {
+		return -1
+	}
+	return n
+}()
+
+// dropUID gives the calling thread (only: the raw system calls, not Go's,
+// which change every thread) commandUID as its real, effective and saved uid
+// and gid, and no supplementary groups.
+func dropUID() error {
+	if commandUID < 0 || unix.Geteuid() != 0 {
+		return nil
+	}
+	id := uintptr(commandUID)
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, id, id, id); e != 0 {
+		return fmt.Errorf("setresgid %d: %w", id, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, id, id, id); e != 0 {
+		return fmt.Errorf("setresuid %d: %w", id, e)
+	}
+	return nil
+}

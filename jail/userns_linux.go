@@ -1,0 +1,314 @@
+package jail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/rlimit"
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// User namespaces: how an ordinary user's server gets what a root server gets.
+//
+// A root server's launchers are forked with CLONE_NEWPID and then build the
+// command's mount and network namespaces on one of their threads, which
+// needs CAP_SYS_ADMIN. An ordinary user has no capability on the host, and a
+// threaded Go process cannot unshare(CLONE_NEWUSER) itself. But a new process
+// can be created in a new user namespace: the launcher is forked with
+// CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWIPC, the user's own uid and gid mapped
+// to themselves (the only mapping an unprivileged process may write), and the
+// capabilities it needs inside raised as ambient ones so that they survive
+// its exec (launcherCaps). Inside its user namespace the launcher then holds
+// CAP_SYS_ADMIN over the namespaces it owns, and the root server's code paths
+// run unchanged: the private root, the pid namespace with the launcher as
+// init, the network namespace with the proxy behind it. Those capabilities
+// give nothing over the host: a user namespace's capabilities apply to the
+// objects it owns (its mount, network, pid and IPC namespaces) and to files
+// whose owner is mapped in it, which are the user's own already.
+//
+// The command keeps the user's uid, drops every capability (bounding, ambient
+// and effective sets emptied, securebits locked) and may not make user
+// namespaces of its own (seccomp refuses every namespace flag). Because each
+// call has a user namespace of its own, RLIMIT_NPROC, which the kernel counts
+// per user in each user namespace since Linux 5.14, counts the call's tasks
+// alone and becomes the call's process limit (see nprocLimit).
+//
+// Whether this works is found out once, by forking a probe launcher that
+// does what a real one does (probeUserNamespaces): hosts refuse it in several
+// ways (user.max_user_namespaces=0, a container's seccomp profile, Ubuntu's
+// AppArmor restriction, which lets the namespace be made but takes its
+// capabilities away). Where it fails, launchers run without namespaces, and
+// doctor and every result say so.
+
+// nsMode is how this process's launchers are isolated from the host.
+type nsMode int
+
+const (
+	// nsNone: Landlock and seccomp on the host's filesystem and network.
+	nsNone nsMode = iota
+	// nsRoot: this process holds CAP_SYS_ADMIN; launchers get a pid and an
+	// IPC namespace at their fork and make the rest themselves.
+	nsRoot
+	// nsUser: launchers are forked into a user namespace of their own too.
+	nsUser
+)
+
+// Mode names, as results and doctor give them.
+const (
+	ModeRoot     = "namespaces"
+	ModeUserNS   = "user-namespaces"
+	ModeLandlock = "landlock-only"
+)
+
+// userNSEnv tells a launcher that it runs in a user namespace of its own.
+const userNSEnv = "AUTOBOX_USERNS"
+
+// userNSProbeEnv makes `autobox worker exec` run probeInside and exit.
+const userNSProbeEnv = "AUTOBOX_USERNS_PROBE"
+
+// launcherCaps are the capabilities a user-namespace launcher keeps across
+// its exec, inside its namespace: CAP_SYS_ADMIN for the mount namespace,
+// the private root and /proc; CAP_NET_ADMIN to bring loopback up in its
+// network namespace; CAP_SETPCAP to empty the bounding set before its command
+// starts.
+var launcherCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+
+// inUserNS is true in a launcher forked into a user namespace.
+var inUserNS = os.Getenv(userNSEnv) == "1"
+
+// launcherMode is the mode of the launchers this process starts.
+func launcherMode() nsMode {
+	switch {
+	case namespacesOff:
+		return nsNone
+	case hasCapSysAdmin():
+		if pidNamespacesRefused.Load() {
+			return nsNone
+		}
+		return nsRoot
+	case userNS().err == nil:
+		return nsUser
+	}
+	return nsNone
+}
+
+// ModeName is the name of launcherMode, for results and doctor.
+func ModeName() string {
+	switch launcherMode() {
+	case nsRoot:
+		return ModeRoot
+	case nsUser:
+		return ModeUserNS
+	}
+	return ModeLandlock
+}
+
+// UserNamespaces reports whether this process's launchers could be made in
+// user namespaces, and if not, why not and what would fix it on this host.
+func UserNamespaces() (ok bool, why, fix string) {
+	r := userNS()
+	if r.err == nil {
+		return true, "", ""
+	}
+	return false, r.err.Error(), r.fix
+}
+
+type userNSResult struct {
+	err error
+	fix string
+}
+
+// userNS probes once whether launchers can be made in user namespaces.
+var userNS = sync.OnceValue(func() userNSResult {
+	if hasCapSysAdmin() {
+		return userNSResult{err: errors.New("not needed: this process holds CAP_SYS_ADMIN")}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return userNSResult{err: fmt.Errorf("finding this program: %w", err)}
+	}
+	if err := probeUserNamespaces(exe); err != nil {
+		return userNSResult{err: err, fix: userNSFix()}
+	}
+	return userNSResult{}
+})
+
+// userNSAttr is what forks a launcher into a user namespace of its own: the
+// caller's uid and gid mapped to themselves, setgroups denied (an
+// unprivileged process may map its gid only so), launcherCaps kept.
+func userNSAttr(sys *syscall.SysProcAttr) {
+	uid, gid := os.Getuid(), os.Getgid()
+	sys.Cloneflags |= syscall.CLONE_NEWUSER
+	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	sys.GidMappingsEnableSetgroups = false
+	sys.AmbientCaps = launcherCaps
+}
+
+// probeUserNamespaces forks exe as a launcher would be forked and has it do
+// what a launcher does with its namespaces (probeInside).
+func probeUserNamespaces(exe string) error {
+	sys := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC, Pdeathsig: syscall.SIGKILL}
+	userNSAttr(sys)
+	cmd := exec.Command(exe, "worker", "exec")
+	cmd.Env = []string{userNSProbeEnv + "=1", userNSEnv + "=1"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = sys
+	cmd.WaitDelay = time.Second
+	done := make(chan error, 1)
+	// Pdeathsig is the forking thread's: keep it until the probe is reaped.
+	go func() {
+		runtime.LockOSThread()
+		done <- cmd.Run()
+	}()
+	if err := <-done; err != nil {
+		msg := strings.TrimSpace(out.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EACCES) {
+			msg = "clone(CLONE_NEWUSER) refused: " + err.Error()
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// probeInside is the probe launcher's body: the namespaces a launcher makes
+// or enters (mount, with a tmpfs and a proc of its pid namespace; network,
+// with loopback up). It returns the exit code, having said what failed.
+func probeInside() int {
+	runtime.LockOSThread()
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "%s in a user namespace: %v", what, err)
+		return 1
+	}
+	if !hasCapSysAdmin() {
+		return fail("capabilities", errors.New("the launcher holds no CAP_SYS_ADMIN in its own namespace (an LSM such as AppArmor took it)"))
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fail("unshare(CLONE_NEWNS)", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fail("making mounts slaves", err)
+	}
+	dir := "/tmp"
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		return fail("mounting a tmpfs", err)
+	}
+	if err := unix.Mkdir(dir+"/proc", 0o755); err != nil {
+		return fail("mkdir in the tmpfs", err)
+	}
+	if err := unix.Mount("proc", dir+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fail("mounting proc", err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return fail("unshare(CLONE_NEWNET)", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return fail("bringing loopback up", err)
+	}
+	return 0
+}
+
+// userNSFix is the one-time change that lets this host give an ordinary
+// user's launchers user namespaces, or "" where none is known.
+func userNSFix() string {
+	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		exe, _ := os.Executable()
+		return "AppArmor restricts unprivileged user namespaces on this host; allow them for autobox alone with a profile (as Ubuntu ships for bubblewrap), as root:\n" +
+			"  printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile autobox " + exe + " flags=(unconfined) {\\n  userns,\\n}\\n' > /etc/apparmor.d/autobox\n" +
+			"  apparmor_parser -r /etc/apparmor.d/autobox"
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return "user.max_user_namespaces is 0; as root: sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d to keep it)"
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return "kernel.unprivileged_userns_clone is 0; as root: sysctl -w kernel.unprivileged_userns_clone=1 (and in /etc/sysctl.d to keep it)"
+	}
+	return ""
+}
+
+// noNamespacesWhy says why this process's launchers get no namespaces, and
+// what would give them some, for errors that refuse what needs them.
+func noNamespacesWhy() string {
+	switch {
+	case namespacesOff:
+		return NoNamespacesEnv + "=1 turned them off"
+	case hasCapSysAdmin():
+		return "this host refuses a pid namespace even to root"
+	}
+	why := "it runs as uid " + fmt.Sprint(os.Getuid()) + ", and user namespaces are refused here: " + userNS().err.Error()
+	if fix := userNS().fix; fix != "" {
+		why += ". To allow them: " + fix
+	}
+	return why
+}
+
+// spareThreads is how many idle threads a user-namespace launcher makes
+// before its process limit is set: its Go runtime may want a thread later
+// (a goroutine blocked in a system call), and a thread it cannot make is
+// fatal to it.
+const spareThreads = 4
+
+// applyNproc makes maxProcesses a kernel limit in a user-namespace launcher
+// without a pids cgroup. Since Linux 5.14 RLIMIT_NPROC is checked against the
+// tasks of the caller's uid in the caller's user namespace, which here holds
+// this launcher and its command's tree alone: the limit is the launcher's
+// own tasks (less the command thread, which exits once the command runs)
+// plus l.Processes, and a fork past it fails with EAGAIN, as under a pids
+// cgroup. Like the other rlimits it is set on the launcher right before the
+// fork (see applyRlimits): the launcher's later threads count against it,
+// so it first makes the threads it may need, idle.
+func applyNproc(l *policy.Limits) error {
+	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range spareThreads {
+		wg.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			wg.Done()
+			<-release
+			runtime.UnlockOSThread() // the thread goes to the runtime's idle list
+		}()
+	}
+	wg.Wait()
+	close(release)
+	tasks, err := ownTasks()
+	if err != nil {
+		return err
+	}
+	n := uint64(l.Processes + tasks - 1)
+	if err := rlimit.Set(unix.RLIMIT_NPROC, n, n); err != nil {
+		return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
+	}
+	return nil
+}
+
+// ownTasks counts the threads of this process.
+func ownTasks() (int, error) {
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return 0, fmt.Errorf("counting this launcher's threads: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return 0, fmt.Errorf("counting this launcher's threads: %w", err)
+	}
+	return len(names), nil
+}
