@@ -26,8 +26,11 @@ run: build
 
 # The end-to-end tests in ./test run the binary `make build` made (AUTOBOX_TEST_BIN);
 # `go test ./test` alone builds one of its own.
+# Run as root, it then runs the whole suite again as an ordinary user that it
+# makes (test/asuser.sh; AUTOBOX_TEST_ROOT_ONLY=1 skips that pass).
 test: build clients
 	AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m ./...
+	@if [ "$$(id -u)" = 0 ] && [ -z "$$AUTOBOX_TEST_ROOT_ONLY" ]; then bash test/asuser.sh; fi
 
 # The real MCP clients of the conformance tests (test/clients_test.go), pinned in
 # test/clients/package-lock.json, are installed with npm ci when they are missing or

@@ -155,8 +155,9 @@ func landlockAllows(abi int) string {
 	return strings.Join(have, ", ")
 }
 
-// userNamespaces is informational: autobox does not use user namespaces, and its
-// seccomp filter keeps sandboxed commands from creating them.
+// userNamespaces is informational: an ordinary user's launchers are made in
+// them (see jail's userns_linux.go), and the seccomp filter keeps sandboxed
+// commands from making any.
 func userNamespaces() string {
 	read := func(p string) string {
 		b, err := os.ReadFile(p)
@@ -166,6 +167,9 @@ func userNamespaces() string {
 		return strings.TrimSpace(string(b))
 	}
 	const note = "; denied to sandboxed commands"
+	if ok, why, _ := jail.UserNamespaces(); !ok && os.Geteuid() != 0 {
+		return "refused to this process: " + why + note
+	}
 	switch {
 	case read("/proc/sys/user/max_user_namespaces") == "0":
 		return "disabled (user.max_user_namespaces = 0)" + note

@@ -92,3 +92,6 @@ func CommandCredential() (uid, gid int, drop bool) { return os.Getuid(), os.Getg
 
 // Isolation names the mode the command ran in: none here.
 func (t *Tree) Isolation() string { return "" }
+
+// NoNamespacesWhy says why commands get no namespaces: none here.
+func NoNamespacesWhy() string { return "there are no namespaces on " + runtime.GOOS }

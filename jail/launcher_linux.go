@@ -72,6 +72,7 @@ func launch() int {
 	// Before the launcher stops being dumpable: from then on its /proc files
 	// are root's, and an ordinary user could no longer open its own score.
 	oomScore.open()
+	selfIO, _ = os.Open("/proc/self/io")
 	// Not dumpable: /proc/<launcher>/fd and mem need CAP_SYS_PTRACE, whatever
 	// Landlock's rules (a command without scoping could otherwise forge status
 	// frames through fd/4).

@@ -1,7 +1,9 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -79,6 +81,10 @@ func HardOpenFiles() (uint64, error) {
 	return cur.Max, err
 }
 
+// selfIO is the launcher's /proc/self/io, opened while it is still dumpable:
+// after, its /proc files are root's, and an ordinary user could not open it.
+var selfIO *os.File
+
 // treeUsage is what the kernel accounted of the tree the launcher reaped: the
 // CPU time and peak resident memory (of the largest process) of its reaped
 // children (a process's
@@ -102,8 +108,9 @@ func treeUsage() *policy.Usage {
 	if unix.Getrusage(unix.RUSAGE_SELF, &self) == nil && ru.Maxrss > self.Maxrss {
 		u.MaxRSS = ru.Maxrss << 10 // kilobytes
 	}
-	if b, err := os.ReadFile("/proc/self/io"); err == nil {
-		u.Written = max(0, procfs.Written(b))
+	var buf [512]byte
+	if n, err := selfIO.ReadAt(buf[:], 0); n > 0 && (err == nil || errors.Is(err, io.EOF)) {
+		u.Written = max(0, procfs.Written(buf[:n]))
 	}
 	return u
 }

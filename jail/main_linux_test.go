@@ -223,14 +223,21 @@ type jailMode struct {
 func eachMode(t *testing.T, f func(t *testing.T, m jailMode)) {
 	t.Helper()
 	modes := []jailMode{{"no-namespaces", false}}
-	if hasCapSysAdmin() {
+	switch {
+	case hasCapSysAdmin():
 		modes = append(modes, jailMode{"namespaces", true})
+	case userNS().err == nil:
+		modes = append(modes, jailMode{"user-namespaces", true})
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			saved := namespacesOff
+			saved, savedDrop := namespacesOff, dropRoot
 			namespacesOff = !m.ns
-			defer func() { namespacesOff = saved }()
+			// A root launcher without namespaces would run the victim (this
+			// test binary, in a directory of root's alone) as another uid:
+			// the end-to-end tests check that, with the real binary.
+			dropRoot = false
+			defer func() { namespacesOff, dropRoot = saved, savedDrop }()
 			f(t, m)
 		})
 	}

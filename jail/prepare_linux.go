@@ -43,7 +43,11 @@ type prepared struct {
 // which then does it, or fails, as it would have without preparation.
 func prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
-	if wantPrivateRoot() {
+	if wantPrivateRoot() && !inUserNS {
+		// In a user namespace the launcher could not go back to the host's
+		// network for a call with the whole network (setns needs
+		// CAP_SYS_ADMIN over the host's namespace): it makes the call's
+		// network at the call instead (isolateNet).
 		// First, while /proc is the host's: it names the host's namespace.
 		// A listener that could not be opened leaves a namespace that is good
 		// for commands without network only (isolateNet checks).
@@ -63,7 +67,9 @@ func prepare(base *policy.Sandbox) *prepared {
 	}
 	st := Probe()
 	if st.Check(base) == nil {
-		attr, size, rules := landlockPlan(base, st.LandlockABI, pr.net != nil && !base.AllowNetwork)
+		// A call without network gets a namespace with loopback alone (see
+		// isolateNet), prepared or not.
+		attr, size, rules := landlockPlan(base, st.LandlockABI, wantPrivateRoot() && !base.AllowNetwork)
 		ids := make([]fileID, len(rules))
 		if fd, err := createRuleset(&attr, size, rules, ids); err == nil {
 			pr.attr, pr.size, pr.fd = attr, size, fd

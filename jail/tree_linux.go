@@ -99,7 +99,7 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 		return nil
 	}
 	if spec.Sandbox.PrivateNetwork && launcherMode() == nsNone {
-		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (%s)", ErrUnsupported, noNamespacesWhy())
+		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (%s)", ErrUnsupported, NoNamespacesWhy())
 	}
 	return Probe().Check(&spec.Sandbox)
 }

@@ -79,9 +79,10 @@ const userNSProbeEnv = "AUTOBOX_USERNS_PROBE"
 // launcherCaps are the capabilities a user-namespace launcher keeps across
 // its exec, inside its namespace: CAP_SYS_ADMIN for the mount namespace,
 // the private root and /proc; CAP_NET_ADMIN to bring loopback up in its
-// network namespace; CAP_SETPCAP to empty the bounding set before its command
+// network namespace; CAP_NET_BIND_SERVICE for its resolver's port 53 there;
+// CAP_SETPCAP to empty the bounding set before its command
 // starts.
-var launcherCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+var launcherCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
 
 // inUserNS is true in a launcher forked into a user namespace.
 var inUserNS = os.Getenv(userNSEnv) == "1"
@@ -240,9 +241,9 @@ func userNSFix() string {
 	return ""
 }
 
-// noNamespacesWhy says why this process's launchers get no namespaces, and
+// NoNamespacesWhy says why this process's launchers get no namespaces, and
 // what would give them some, for errors that refuse what needs them.
-func noNamespacesWhy() string {
+func NoNamespacesWhy() string {
 	switch {
 	case namespacesOff:
 		return NoNamespacesEnv + "=1 turned them off"

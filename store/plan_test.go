@@ -90,7 +90,12 @@ func randomEdits(rng *rand.Rand, dir string, n int) {
 				os.WriteFile(p, []byte(fmt.Sprint("new ", rng.IntN(1000))), fi.Mode().Perm())
 			}
 		case 2:
-			if fi.Mode()&os.ModeSymlink == 0 {
+			switch {
+			case fi.IsDir():
+				// Searchable by its owner: the tests also run as an ordinary
+				// user, who could not look inside otherwise.
+				os.Chmod(p, []os.FileMode{0o750, 0o711, 0o755, 0o700}[rng.IntN(4)])
+			case fi.Mode()&os.ModeSymlink == 0:
 				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755, 0o700}[rng.IntN(4)])
 			}
 		case 3:

@@ -305,6 +305,9 @@ func TestPoolRefillsAfterCalls(t *testing.T) {
 // (threads inherit it; Linux shows it for the main thread only); a server's
 // workers keep the default.
 func TestBatchWorkersTimerSlack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading another process's timer slack needs CAP_SYS_NICE (root)")
+	}
 	slack := func(throughput bool) string {
 		s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), Throughput: throughput})
 		if err != nil {

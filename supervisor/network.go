@@ -97,7 +97,7 @@ func (s *Server) checkHostsSupported() error {
 	case runtime.GOOS != "linux":
 		return fmt.Errorf("%w: network by host is enforced on Linux and macOS only; use allowNetwork or no network", ErrNoPrivateNetwork)
 	case !jail.Isolations().PrivateNetwork:
-		return fmt.Errorf("%w: the command needs a network namespace of its own, which only a server run as root can make here (this one runs as uid %d); use allowNetwork (the whole network) or run the server as root", ErrNoPrivateNetwork, os.Getuid())
+		return fmt.Errorf("%w: the command needs a network namespace of its own, which this server cannot make: %s. Until the user changes that (autobox doctor says how), run the command without network; allowNetwork would open the whole network, so ask the user first", ErrNoPrivateNetwork, jail.NoNamespacesWhy())
 	}
 	return nil
 }

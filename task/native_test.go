@@ -102,6 +102,10 @@ echo "home" > "$HOME/.harnessrc"`
 // the worktree kind (positive control), which proves the probe itself works.
 func TestNativeDenials(t *testing.T) {
 	root, tasks := newRepo(t), tasksDir(t)
+	// An identity of the repository's own: the positive controls commit, and
+	// the user running the tests may have none.
+	gitT(t, root, "config", "user.name", "Native Test")
+	gitT(t, root, "config", "user.email", "native@example.invalid")
 	g := filepath.Join(root, ".git")
 	outside := t.TempDir()
 	ctx := context.Background()

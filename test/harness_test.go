@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Readable by all: a root server without namespaces runs commands as
+	// another uid, and they run the probe (and the binary, as a helper).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	bin = filepath.Join(dir, "autobox")
 	args := []string{"build", "-o", bin}
 	race := os.Getenv("AUTOBOX_TEST_RACE") != ""
@@ -125,12 +131,30 @@ func start(t *testing.T, args ...string) *session {
 // startEnv is start with env added to the server's environment.
 func startEnv(t *testing.T, env []string, args ...string) *session {
 	t.Helper()
+	return startArgv(t, env, append([]string{bin}, args...))
+}
+
+// startNoUserNS starts the server under the probe's seccomp filter that
+// refuses to make user namespaces, as a host that forbids them does.
+func startNoUserNS(t *testing.T, env []string, args ...string) *session {
+	t.Helper()
+	return startArgv(t, env, append([]string{filepath.Join(toolsDir, "probe"), "nouserns", bin}, args...))
+}
+
+// startArgv runs argv (the server, or a wrapper that execs it) as startEnv.
+func startArgv(t *testing.T, env []string, argv []string) *session {
+	t.Helper()
 	home := t.TempDir()
 	tmp := filepath.Join(home, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			tmp = v // the caller's, in place of the default
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
@@ -139,7 +163,11 @@ func startEnv(t *testing.T, env []string, args ...string) *session {
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
 		"AUTOBOX_TEST_SECRET=canary-7c1e",
 	}
-	cmd.Env = append(cmd.Env, env...)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, nil)

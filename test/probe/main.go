@@ -27,6 +27,16 @@ func main() {
 	a := os.Args[2:]
 	var err error
 	switch os.Args[1] {
+	case "nouserns":
+		err = noUserNS(a)
+	case "loopback":
+		err = loopback()
+	case "forkmany":
+		err = forkMany(atoi(a[0]))
+	case "shm":
+		err = shm(a[0], atoi(a[1]))
+	case "prlimit":
+		err = prlimitOf(atoi(a[0]))
 	case "args":
 		for _, s := range a {
 			fmt.Printf("[%s]\n", s)

@@ -1,0 +1,236 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail"
+)
+
+// The modes of issue 19: what a server gives its commands depends on who runs
+// it and what the host allows. As root: namespaces. As an ordinary user where
+// user namespaces work: the same, inside a user namespace. Where neither:
+// Landlock and seccomp alone (landlock-only), and a root server there runs
+// its commands as another uid. Each test runs in every mode this process can
+// make: the suite runs once as root and once as an ordinary user.
+
+// hostMode is the mode a server started by this test process runs in, as its
+// doctor says (the mode line).
+var hostMode = sync.OnceValue(func() string {
+	out, _ := exec.Command(bin, "doctor").CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == "mode" {
+			return strings.TrimSuffix(f[2], ":")
+		}
+	}
+	return ""
+})
+
+// namespaced reports whether this process's servers give commands namespaces.
+func namespaced() bool { return hostMode() == jail.ModeRoot || hostMode() == jail.ModeUserNS }
+
+type isolationOut struct {
+	execOut
+	Isolation string `json:"isolation"`
+	Error     string `json:"error"`
+}
+
+// TestModeInResults: every result names the mode its command ran in, and it
+// is the one doctor names; a server that may not make user namespaces falls
+// back to landlock-only, says so, and refuses allowHosts naming why.
+func TestModeInResults(t *testing.T) {
+	requireSandbox(t)
+	want := jail.ModeLandlock
+	switch {
+	case os.Geteuid() == 0:
+		want = jail.ModeRoot
+	case hostMode() == jail.ModeUserNS:
+		want = jail.ModeUserNS
+	}
+	if hostMode() != want {
+		t.Logf("doctor's mode %q (uid %d)", hostMode(), os.Geteuid())
+	}
+	s := start(t)
+	var o isolationOut
+	s.call("exec_command", map[string]any{"command": []string{"true"}}, &o)
+	if o.Isolation != hostMode() || o.code() != 0 {
+		t.Errorf("default server: isolation %q, doctor %q: %+v", o.Isolation, hostMode(), o)
+	}
+	t.Run("user namespaces refused", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("a root server does not use user namespaces")
+		}
+		s := startNoUserNS(t, nil)
+		var o isolationOut
+		s.call("exec_command", map[string]any{"command": []string{"true"}}, &o)
+		if o.Isolation != jail.ModeLandlock || o.code() != 0 {
+			t.Errorf("under a filter that refuses user namespaces: %+v", o)
+		}
+		var d isolationOut
+		isErr := s.call("exec_command", map[string]any{"command": []string{"true"}, "allowHosts": []string{"example.com"}}, &d)
+		if !isErr || !strings.Contains(d.Error, "network namespace") || !strings.Contains(d.Error, "user namespaces are refused") {
+			t.Errorf("allowHosts without user namespaces: %+v", d)
+		}
+		doctor := exec.Command(filepath.Join(toolsDir, "probe"), "nouserns", bin, "doctor")
+		out, _ := doctor.CombinedOutput()
+		if !strings.Contains(string(out), "mode              "+jail.ModeLandlock) || !strings.Contains(string(out), "clone(CLONE_NEWUSER) refused") {
+			t.Errorf("doctor under the filter:\n%s", out)
+		}
+	})
+}
+
+// TestTmpIsTheCallsOwn: in a private root /tmp is the call's scratch dir,
+// writable, and gone with the call; another call does not see it.
+func TestTmpIsTheCallsOwn(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skipf("mode %s has no private root", hostMode())
+	}
+	s := start(t)
+	marker := fmt.Sprintf("autobox-tmp-%d", os.Getpid())
+	o, _ := s.exec(map[string]any{"command": bash(`echo hi > /tmp/` + marker + ` && cat /tmp/` + marker + ` && test "$(stat -c %i /tmp)" = "$(stat -c %i "$TMPDIR")" && echo same`)})
+	if o.code() != 0 || o.Stdout != "hi\nsame\n" {
+		t.Fatalf("writing /tmp: %+v", o)
+	}
+	if _, err := os.Stat(filepath.Join(os.TempDir(), marker)); err == nil {
+		t.Errorf("the command's /tmp file is in the host's /tmp")
+	}
+	o, _ = s.exec(map[string]any{"command": bash(`ls /tmp/` + marker)})
+	if o.code() == 0 {
+		t.Errorf("a later call sees the first call's /tmp: %+v", o)
+	}
+}
+
+// TestLoopbackWithoutNetwork: with the network off, a command in a network
+// namespace of its own may still serve and connect on loopback (a test
+// suite's own server), and nothing leaves. Without namespaces the network off
+// means no sockets at all.
+func TestLoopbackWithoutNetwork(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	o := s.probe(nil, nil, "loopback")
+	if namespaced() {
+		wantAllowed(t, "loopback without network", o)
+		wantDenied(t, "out of the namespace without network", s.probe(nil, nil, "tcp", "192.0.2.1:80"))
+	} else {
+		wantDenied(t, "loopback without network or namespace", o)
+	}
+	// Positive control: with the network, loopback works in every mode.
+	wantAllowed(t, "loopback with network", s.probe(nil, map[string]any{"allowNetwork": true}, "loopback"))
+}
+
+// TestProcessLimitInKernel: under maxProcesses 64 a command cannot have more
+// than 64 processes: forks past it fail with EAGAIN (root: the pids cgroup; an
+// ordinary user: RLIMIT_NPROC in the call's own user namespace).
+func TestProcessLimitInKernel(t *testing.T) {
+	requireSandbox(t)
+	if hostMode() == jail.ModeLandlock {
+		t.Skip("without namespaces or cgroups the process limit is the watchdog's")
+	}
+	s := start(t)
+	o := s.probe(nil, map[string]any{"maxProcesses": 64, "timeoutMs": 20000}, "forkmany", "200")
+	var started int
+	fmt.Sscanf(o.Stdout, "started %d", &started)
+	if o.Killed && started == 0 {
+		t.Skipf("killed before it reported: %+v", o)
+	}
+	if started == 0 || started > 63 || !strings.Contains(o.Stdout, "resource temporarily unavailable") {
+		t.Errorf("forkmany 200 under maxProcesses 64: %+v", o)
+	}
+	// Positive control: under the limit every fork succeeds.
+	o = s.probe(nil, map[string]any{"maxProcesses": 64}, "forkmany", "20")
+	if !strings.HasPrefix(o.Stdout, "started 20; refused: <nil>") {
+		t.Errorf("forkmany 20 under maxProcesses 64: %+v", o)
+	}
+}
+
+// TestIPCNamespacePerCall: a System V segment a command makes is its call's
+// alone: a later call cannot find it, and it is gone with the call.
+func TestIPCNamespacePerCall(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skipf("mode %s has no IPC namespace", hostMode())
+	}
+	s := start(t)
+	key := 0x4a000000 + os.Getpid()%0xffff
+	k := strconv.Itoa(key)
+	// Positive control: within one call the segment is found.
+	o, _ := s.exec(map[string]any{"command": bash("/mnt/tools/probe shm create " + k + " && /mnt/tools/probe shm find " + k), "mounts": []map[string]any{toolsMount()}})
+	if o.code() != 0 || strings.Count(o.Stdout, "ok segment") != 2 {
+		t.Fatalf("shm within a call: %+v", o)
+	}
+	wantDenied(t, "a later call's lookup", s.probe(nil, nil, "shm", "find", k))
+	if _, err := unix.SysvShmGet(key, 0, 0); err == nil {
+		t.Errorf("the call's segment is in this process's IPC namespace")
+	}
+}
+
+// TestCommandCannotReachOutside: a command cannot name, signal or prlimit a
+// process outside its call (the server here), in every namespaced mode.
+func TestCommandCannotReachOutside(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skipf("mode %s has no pid namespace", hostMode())
+	}
+	s := start(t)
+	server := strconv.Itoa(s.cmd.Process.Pid)
+	wantDenied(t, "prlimit of the server", s.probe(nil, nil, "prlimit", server))
+	wantDenied(t, "signal 0 to the server", s.probe(nil, nil, "kill", server))
+	o, _ := s.exec(map[string]any{"command": bash("ls /proc | grep -c '^[0-9]'")})
+	if n, _ := strconv.Atoi(strings.TrimSpace(o.Stdout)); n == 0 || n > 5 {
+		t.Errorf("processes a command sees: %+v", o)
+	}
+	// Positive control: on itself.
+	wantAllowed(t, "prlimit of itself", s.probe(nil, nil, "prlimit", "0"))
+}
+
+// TestRootWithoutNamespacesIsNotRoot (issue 19, issue 20 item 3): a root
+// server without namespaces runs commands as an unprivileged uid, so a
+// root-owned file in a read-write mount cannot be made setuid.
+func TestRootWithoutNamespacesIsNotRoot(t *testing.T) {
+	requireSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it checks what a root server's commands may do")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "sh")
+	if err := os.WriteFile(victim, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The scratch dirs' parent must be open to that uid, as /tmp is.
+	tmp, err := os.MkdirTemp("", "autobox-e2e-tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	s := startEnv(t, []string{jail.NoNamespacesEnv + "=1", "TMPDIR=" + tmp})
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/w", "mode": "rw"}}
+	o, _ := s.exec(map[string]any{"command": bash(`id -u; chmod 4755 /mnt/w/sh; echo chmod $?; echo mine > /mnt/w/mine && chmod 700 /mnt/w/mine && echo own ok`), "mounts": mounts})
+	if strings.HasPrefix(o.Stdout, "0\n") || !strings.Contains(o.Stdout, "chmod 1") || !strings.Contains(o.Stderr, "Operation not permitted") {
+		t.Errorf("as root without namespaces: %+v", o)
+	}
+	if st, err := os.Stat(victim); err != nil || st.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("the root-owned file became setuid: %v %v", st.Mode(), err)
+	}
+	// Positive control: the command's own files are its to change.
+	if !strings.Contains(o.Stdout, "own ok") {
+		t.Errorf("chmod of the command's own file: %+v", o)
+	}
+}
