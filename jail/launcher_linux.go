@@ -289,6 +289,13 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 			own.ReadOnly = append(append([]string(nil), sb.ReadOnly...), netFileNames...)
 			sb = &own
 		}
+		if privateRoot && sb.Tmp != "" {
+			// /tmp is a bind of the scratch dir's tmpDirName: a mount's root,
+			// below which Landlock sees no rule of the scratch dir's.
+			own := *sb
+			own.ReadWrite = append(append([]string(nil), sb.ReadWrite...), filepath.Join(sb.Tmp, tmpDirName))
+			sb = &own
+		}
 		if err := restrictThread(sb, pr, privateRoot, loopback); err != nil {
 			return 0, privateRoot, nil, nil, err
 		}

@@ -330,11 +330,13 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	return r.bindAt(p, p, kind)
 }
 
-// bindTmp binds the call's scratch dir (free of symlinks) at /tmp, unless
-// the policy gives /tmp (or all of "/") itself: tools that write to /tmp
-// then write into the call's own directory, which goes with the call. It
-// comes before the paths inside /tmp (the scratch dir's own name among them):
-// their mount points are made in the scratch dir.
+// bindTmp binds a directory of the call's scratch dir (free of symlinks),
+// tmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
+// tools that write to /tmp then write into the call's own directory, which
+// goes with the call. It comes before the paths inside /tmp (the scratch
+// dir's own name among them), whose mount points are then made in it: a
+// directory of its own, so that they do not show in the scratch dir (the
+// command's HOME) itself.
 func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
 	if p.Tmp == "" || r.bound["/tmp"] == bindRW {
 		return nil
@@ -346,8 +348,16 @@ func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
 			}
 		}
 	}
-	return r.bindAt(p.Tmp, "/tmp", bindRW)
+	dir := path.Join(p.Tmp, tmpDirName)
+	if err := unix.Mkdirat(r.oldRoot, dir[1:], 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("making the call's /tmp: %w", err)
+	}
+	return r.bindAt(dir, "/tmp", bindRW)
 }
+
+// tmpDirName is the directory of the scratch dir that a private root shows
+// at /tmp.
+const tmpDirName = ".tmp"
 
 // bindAt binds the host's src (free of symlinks) at dst in the private root.
 func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {

@@ -240,10 +240,14 @@ func TestCLIExec(t *testing.T) {
 	// Writes need rw; a relative host path and a sandbox cwd work as in the tool.
 	h.want(h.run("", "exec", "--mount", "secret:/mnt/s", "--cwd", "/mnt/s", "--", "sh", "-c", "echo x > new.txt || exit 9"), 9, "", "")
 	h.want(h.run("", "exec", "--mount", "secret:/mnt/s:rw", "--cwd", "/mnt/s", "--", "sh", "-c", "echo x > new.txt && cat new.txt"), 0, "x\n", "")
-	// No network without --network.
+	// No network without --network: no socket, or (in a namespace of its own)
+	// loopback alone.
 	r = h.run("", "exec", tools, "--", "/mnt/tools/probe", "socket", "2", "1")
+	if namespaced() {
+		r = h.run("", "exec", tools, "--", "/mnt/tools/probe", "tcp", "192.0.2.1:80")
+	}
 	if r.code != 1 || !strings.HasPrefix(r.stdout, "denied:") {
-		t.Errorf("socket without --network: %s", r)
+		t.Errorf("the network without --network: %s", r)
 	}
 	h.want(h.run("", "exec", tools, "--network", "--", "/mnt/tools/probe", "socket", "2", "1"), 0, "ok", "")
 }

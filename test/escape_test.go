@@ -23,7 +23,9 @@ import (
 // call by killing or starving their launcher (A, B), host unix datagram sockets
 // reached with the network off (C). Each runs with the namespaces a root
 // server uses (pid namespace, private root) and without them, as an
-// unprivileged user's server runs (AUTOBOX_NO_NAMESPACES=1).
+// unprivileged user's server runs where user namespaces are refused
+// (AUTOBOX_NO_NAMESPACES=1); an ordinary user's tests run with the user
+// namespaces where it has them.
 
 // serverMode is one way of running the server for these tests.
 type serverMode struct {
@@ -34,8 +36,11 @@ type serverMode struct {
 
 func serverModes(t *testing.T) []serverMode {
 	modes := []serverMode{{name: "no-namespaces", env: []string{jail.NoNamespacesEnv + "=1"}}}
-	if os.Geteuid() == 0 {
+	switch {
+	case os.Geteuid() == 0:
 		modes = append(modes, serverMode{name: "namespaces", ns: true})
+	case hostMode() == jail.ModeUserNS:
+		modes = append(modes, serverMode{name: "user-namespaces", ns: true})
 	}
 	return modes
 }
@@ -228,6 +233,11 @@ func TestEscapeUnixDatagram(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
+		// Reachable by anyone who may: a root server without namespaces runs
+		// its commands as another uid.
+		for _, p := range []string{filepath.Dir(dir), dir, path} {
+			os.Chmod(p, 0o777)
+		}
 		received := func() []string {
 			var got []string
 			buf, oob := make([]byte, 256), make([]byte, 256)

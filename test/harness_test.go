@@ -65,6 +65,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the probe:", err)
 		os.Exit(1)
 	}
+	os.Chmod(toolsDir, 0o755) // for commands run as another uid
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -149,6 +150,12 @@ func startArgv(t *testing.T, env []string, argv []string) *session {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// Open to all, as /tmp is: a root server without namespaces makes its
+	// scratch dirs here for commands that run as another uid.
+	for _, d := range []string{filepath.Dir(home), home} {
+		os.Chmod(d, 0o755)
+	}
+	os.Chmod(tmp, 0o1777)
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
 			tmp = v // the caller's, in place of the default
