@@ -29,6 +29,7 @@ run: build
 # Run as root, it then runs the whole suite again as an ordinary user that it
 # makes (test/asuser.sh; AUTOBOX_TEST_ROOT_ONLY=1 skips that pass).
 test: build clients
+	@if [ "$$(id -u)" = 0 ]; then bash test/asuser.sh make-user; fi
 	AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m ./...
 	@if [ "$$(id -u)" = 0 ] && [ -z "$$AUTOBOX_TEST_ROOT_ONLY" ]; then bash test/asuser.sh; fi
 

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -233,4 +236,90 @@ func TestRootWithoutNamespacesIsNotRoot(t *testing.T) {
 	if !strings.Contains(o.Stdout, "own ok") {
 		t.Errorf("chmod of the command's own file: %+v", o)
 	}
+}
+
+// TestDelegatedCgroupV1 (issue 19): an ordinary user's server that runs in a
+// cgroup subtree it may write (here a cgroup v1 memory and pids subtree that
+// root hands to the test user, as a delegated cgroup v2 subtree under systemd
+// is handed to a user) finds it and puts each command in a memory and a pids
+// cgroup of its own. The systemd path itself is not exercised here.
+func TestDelegatedCgroupV1(t *testing.T) {
+	requireSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it hands a cgroup subtree to an ordinary user")
+	}
+	name := os.Getenv("AUTOBOX_TEST_USER")
+	if name == "" {
+		name = "autobox-test"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skipf("no user %s (make test makes it): %v", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	sub := fmt.Sprintf("autobox-e2e-delegated-%d", os.Getpid())
+	var dirs []string
+	for _, ctl := range []string{"memory", "pids"} {
+		d := filepath.Join("/sys/fs/cgroup", ctl, sub)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Skipf("no cgroup v1 %s hierarchy to delegate: %v", ctl, err)
+		}
+		dirs = append(dirs, d)
+		t.Cleanup(func() {
+			// The server removed its own cgroups; the processes left are gone.
+			for deadline := time.Now().Add(5 * time.Second); os.Remove(d) != nil && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+		for _, f := range []string{"", "cgroup.procs", "tasks"} {
+			if err := os.Chown(filepath.Join(d, f), uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	home := t.TempDir()
+	for _, d := range []string{filepath.Dir(home), home} {
+		os.Chmod(d, 0o755)
+	}
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		script := `for d in "$@"; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec ` + bin + ` ` + strings.Join(args, " ")
+		cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, dirs...)...)
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"), "TMPDIR=" + home}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	doctor := run("doctor")
+	if !strings.Contains(doctor, "memory cgroup     a hard kernel limit per command") || !strings.Contains(doctor, "process limit     kernel: a pids cgroup per command") {
+		t.Fatalf("doctor as uid %d in a delegated subtree:\n%s", uid, doctor)
+	}
+	out := run("exec", "--", "cat", "/proc/self/cgroup")
+	for _, ctl := range []string{"memory", "pids"} {
+		if !strings.Contains(out, ":"+ctl+":/"+sub+"/autobox-p") {
+			t.Errorf("the command's %s cgroup is not one of its own below the delegated one:\n%s", ctl, out)
+		}
+	}
+	// Positive control: the same user outside the subtree has none.
+	cmd := exec.Command(bin, "doctor")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AUTOBOX_STATE_DIR=" + filepath.Join(home, "state")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	plain, _ := cmd.CombinedOutput()
+	if strings.Contains(string(plain), "memory cgroup     a hard kernel limit per command") {
+		t.Errorf("doctor outside the delegated subtree claims a memory cgroup:\n%s", plain)
+	}
+}
+
+// TestNotDumpableRefused (issue 20 item 6): a command may not make itself
+// not dumpable, which would hide its bytes written from the watchdog (its
+// /proc files become root's); setting it dumpable again is allowed.
+func TestNotDumpableRefused(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	wantDenied(t, "PR_SET_DUMPABLE 0", s.probe(nil, nil, "dumpable", "0"))
+	wantAllowed(t, "PR_SET_DUMPABLE 1", s.probe(nil, nil, "dumpable", "1"))
 }

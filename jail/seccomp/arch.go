@@ -36,7 +36,7 @@ const (
 // AMD64 is x86_64 (numbers from arch/x86/entry/syscalls/syscall_64.tbl).
 var AMD64 = &Arch{Name: "x86_64", AuditArch: AuditArchX86_64, X32: true, nr: map[string]uint32{
 	"ioctl": 16, "socketpair": 53, "socket": 41, "clone": 56, "execve": 59,
-	"ptrace": 101, "personality": 135, "pivot_root": 155, "chroot": 161,
+	"ptrace": 101, "personality": 135, "pivot_root": 155, "prctl": 157, "chroot": 161,
 	"acct": 163, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168,
 	"reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175,
 	"delete_module": 176, "quotactl": 179, "lookup_dcookie": 212,
@@ -55,7 +55,7 @@ var AMD64 = &Arch{Name: "x86_64", AuditArch: AuditArchX86_64, X32: true, nr: map
 var ARM64 = &Arch{Name: "aarch64", AuditArch: AuditArchAarch64, nr: map[string]uint32{
 	"lookup_dcookie": 18, "ioctl": 29, "umount2": 39, "mount": 40,
 	"pivot_root": 41, "chroot": 51, "quotactl": 60, "acct": 89,
-	"personality": 92, "unshare": 97, "kexec_load": 104, "init_module": 105,
+	"personality": 92, "unshare": 97, "kexec_load": 104, "init_module": 105, "prctl": 167,
 	"delete_module": 106, "ptrace": 117, "reboot": 142, "socket": 198,
 	"socketpair": 199, "add_key": 217, "request_key": 218, "keyctl": 219,
 	"clone": 220, "execve": 221, "swapon": 224, "swapoff": 225,

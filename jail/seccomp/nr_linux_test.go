@@ -16,7 +16,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 	want := map[string]uint32{
 		"ioctl": unix.SYS_IOCTL, "socketpair": unix.SYS_SOCKETPAIR, "socket": unix.SYS_SOCKET,
 		"clone": unix.SYS_CLONE, "execve": unix.SYS_EXECVE, "ptrace": unix.SYS_PTRACE,
-		"personality": unix.SYS_PERSONALITY, "pivot_root": unix.SYS_PIVOT_ROOT,
+		"personality": unix.SYS_PERSONALITY, "pivot_root": unix.SYS_PIVOT_ROOT, "prctl": unix.SYS_PRCTL,
 		"chroot": unix.SYS_CHROOT, "acct": unix.SYS_ACCT, "mount": unix.SYS_MOUNT,
 		"umount2": unix.SYS_UMOUNT2, "swapon": unix.SYS_SWAPON, "swapoff": unix.SYS_SWAPOFF,
 		"reboot": unix.SYS_REBOOT, "init_module": unix.SYS_INIT_MODULE, "delete_module": unix.SYS_DELETE_MODULE,

@@ -79,8 +79,10 @@ const (
 	PersonaLinux = 0x0
 	PersonaQuery = 0xffffffff
 	AFUnix       = 1
-	AFInet       = 2
-	AFInet6      = 10
+	// PRSetDumpable is prctl's PR_SET_DUMPABLE.
+	PRSetDumpable = 4
+	AFInet        = 2
+	AFInet6       = 10
 )
 
 const (
@@ -147,6 +149,7 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	add("clone", "clone")
 	add("ioctl", "ioctl")
 	add("personality", "personality")
+	add("prctl", "prctl")
 	if !o.AllowNetwork {
 		add("socket", "socket")
 		add("socketpair", "socketpair")
@@ -174,6 +177,15 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.load(ArgLow(0))
 	p.jump(bpf.JumpEqual, PersonaLinux, labelAllow, "")
 	p.jump(bpf.JumpEqual, PersonaQuery, labelAllow, labelEPERM)
+
+	// A process that makes itself not dumpable hides its /proc files (its
+	// bytes written, among them) from the watchdog, which runs as the same
+	// user: PR_SET_DUMPABLE may only set it again.
+	p.label("prctl")
+	p.load(ArgLow(0))
+	p.jump(bpf.JumpEqual, PRSetDumpable, "", labelAllow)
+	p.load(ArgLow(1))
+	p.jump(bpf.JumpEqual, 1, labelAllow, labelEPERM)
 
 	if !o.AllowNetwork {
 		p.label("socket")

@@ -120,6 +120,10 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 		call{name: "personality", args: []uint64{0x0040000}, want: eperm}, // ADDR_NO_RANDOMIZE
 		call{name: "personality", args: []uint64{0x0400000}, want: eperm}, // READ_IMPLIES_EXEC
 		call{name: "personality", args: []uint64{0x8}, want: eperm},       // PER_LINUX32
+		call{name: "prctl", args: []uint64{PRSetDumpable, 0}, want: eperm},
+		call{name: "prctl", args: []uint64{PRSetDumpable, 2}, want: eperm},
+		call{name: "prctl", args: []uint64{PRSetDumpable, 1}, want: allow},
+		call{name: "prctl", args: []uint64{15, 0}, want: allow}, // PR_SET_NAME
 		call{name: "socketpair", args: []uint64{AFUnix, 1}, want: allow},
 		// Foreign ABIs: execve through int 0x80 is nr 11 on i386.
 		call{arch: AuditArchI386, nr: 11, want: enosys},

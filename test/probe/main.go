@@ -29,6 +29,8 @@ func main() {
 	switch os.Args[1] {
 	case "nouserns":
 		err = noUserNS(a)
+	case "dumpable":
+		err = undumpable(atoi(a[0]))
 	case "loopback":
 		err = loopback()
 	case "forkmany":
