@@ -323,3 +323,30 @@ func TestNotDumpableRefused(t *testing.T) {
 	wantDenied(t, "PR_SET_DUMPABLE 0", s.probe(nil, nil, "dumpable", "0"))
 	wantAllowed(t, "PR_SET_DUMPABLE 1", s.probe(nil, nil, "dumpable", "1"))
 }
+
+// TestNoSetIDFiles: in every mode, a command cannot make a set-user-ID or
+// set-group-ID file in a read-write mount (as root, with namespaces, the
+// command is uid 0 without capabilities: a setuid-root program on the host;
+// as an ordinary user, a program that runs as that user). Positive control:
+// other modes are set.
+func TestNoSetIDFiles(t *testing.T) {
+	requireSandbox(t)
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		dir := t.TempDir()
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			os.Chmod(d, 0o777)
+		}
+		mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/w", "mode": "rw"}}
+		o, _ := s.exec(map[string]any{"command": bash(`cp /bin/true /mnt/w/t && chmod 755 /mnt/w/t && echo plain ok
+chmod 4755 /mnt/w/t; echo u $?; chmod g+s /mnt/w/t; echo g $?
+python3 -c 'import os; os.close(os.open("/mnt/w/c", os.O_CREAT|os.O_WRONLY, 0o4755))' 2>/dev/null; echo c $?`), "mounts": mounts})
+		if !strings.Contains(o.Stdout, "plain ok") || !strings.Contains(o.Stdout, "u 1") || !strings.Contains(o.Stdout, "g 1") {
+			t.Errorf("%+v", o)
+		}
+		for _, f := range []string{"t", "c"} {
+			if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				t.Errorf("%s is %v on the host", f, st.Mode())
+			}
+		}
+	})
+}

@@ -150,6 +150,7 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	add("ioctl", "ioctl")
 	add("personality", "personality")
 	add("prctl", "prctl")
+	table = append(table, setIDCases(a)...)
 	if !o.AllowNetwork {
 		add("socket", "socket")
 		add("socketpair", "socketpair")
@@ -177,6 +178,8 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.load(ArgLow(0))
 	p.jump(bpf.JumpEqual, PersonaLinux, labelAllow, "")
 	p.jump(bpf.JumpEqual, PersonaQuery, labelAllow, labelEPERM)
+
+	setIDChecks(p, a)
 
 	// A process that makes itself not dumpable hides its /proc files (its
 	// bytes written, among them) from the watchdog, which runs as the same

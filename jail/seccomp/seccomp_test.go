@@ -153,6 +153,18 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 			call{nr: x32SyscallBit | 41, want: enosys}, // x32 socket
 			call{nr: 0xffffffff, want: enosys})
 	}
+	// Set-ID bits in every argument that is a mode: refused; a mode without
+	// them (and the set-ID bits in another argument) allowed.
+	for _, m := range modeCalls[a.Name] {
+		for _, bits := range []uint64{0o4755, 0o2755, 0o6000, 1<<32 | 0o4000} {
+			args := make([]uint64, 4)
+			args[m.arg] = bits
+			calls = append(calls, call{nr: m.nr, args: args, want: eperm})
+		}
+		args := []uint64{0o6000, 0o6000, 0o6000, 0o6000}
+		args[m.arg] = 0o755
+		calls = append(calls, call{nr: m.nr, args: args, want: allow})
+	}
 	// read, write, openat, close, exit_group.
 	plain := []uint32{0, 1, 257, 3, 231}
 	if a == ARM64 {
@@ -270,6 +282,7 @@ func everyNumber(a *Arch, allowNetwork bool) []call {
 	want[clone3] = enosys
 	fallocate, _ := a.Nr("fallocate")
 	want[fallocate] = eopnotsupp
+	want[openat2Nr] = enosys
 	sock, _ := a.Nr("socket")
 	pers, _ := a.Nr("personality")
 	var calls []call
@@ -283,6 +296,11 @@ func everyNumber(a *Arch, allowNetwork bool) []call {
 		args := []uint64{AFUnix, 0x5401}
 		if nr == pers {
 			args = []uint64{PersonaLinux}
+		}
+		for _, m := range modeCalls[a.Name] {
+			if m.nr == nr {
+				args = []uint64{1, 0o755, 0o755, 0o755} // a mode without set-ID bits
+			}
 		}
 		if nr == sock && !allowNetwork {
 			w = eperm
