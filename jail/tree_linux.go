@@ -46,6 +46,9 @@ type Tree struct {
 	pidns bool
 	// userns: the launcher was made in a user namespace of its own.
 	userns bool
+	// nproc: RLIMIT_NPROC holds the command to its process limit (see
+	// applyNproc), set before the spec is sent.
+	nproc bool
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -192,6 +195,7 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 	if err := t.cmdcg.setMax(spec.Limits); err != nil {
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
+	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe
 	// Fd puts the files into blocking mode; the command shares that mode.
 	fds := make([]int, len(files))
 	for i, f := range files {

@@ -21,6 +21,9 @@ func (t *Tree) endFigures() endFigures {
 // limit so far (0 where the command has no pids cgroup). Safe to call at any
 // time; after Wait, the count at the end.
 func (t *Tree) ForksRefused() int {
+	if t.nproc {
+		return -1 // RLIMIT_NPROC refuses them, uncounted
+	}
 	select {
 	case <-t.finished:
 		return t.ended.refused
@@ -31,7 +34,7 @@ func (t *Tree) ForksRefused() int {
 
 // KernelProcessLimit reports whether the kernel holds the tree to its
 // Limits.Processes (a pids cgroup of its own); else only the watchdog does.
-func (t *Tree) KernelProcessLimit() bool { return t.cmdcg != nil && t.cmdcg.pidsMax != nil }
+func (t *Tree) KernelProcessLimit() bool { return t.cmdcg != nil && t.cmdcg.pidsMax != nil || t.nproc }
 
 // Shmem is the bytes of tmpfs files and shared memory the tree holds now, as its
 // memory cgroup counts them (0 without one): writes to tmpfs, which the kernel's

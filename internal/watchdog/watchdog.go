@@ -59,7 +59,20 @@ type Breach struct {
 	// Refused: the kernel refused policy.ForkRefusalsToKill forks at the limit
 	// (it holds the tree to it, so the tree never passes it).
 	Refused bool
+	// Held: the tree stayed at its limit for CeilingHold, where the kernel
+	// refuses forks past it without counting them.
+	Held bool
 }
+
+// CeilingHold is how long a tree may stay at its process limit, where the
+// kernel holds it there without counting refused forks, before the call is
+// ended as a fork bomb. A build at its limit moves below it as processes end;
+// a fork bomb stays. Limits under ceilingMin are left to the call's time
+// limit: a command of a process or two sits at such a limit by itself.
+const (
+	CeilingHold = 500 * time.Millisecond
+	ceilingMin  = 8
+)
 
 // Kernel is what an enforcer's cgroups tell beyond the per-process figures;
 // optional.
@@ -69,7 +82,9 @@ type Kernel interface {
 	// its own count, which can be off by a process that moves while it walks).
 	KernelProcessLimit() bool
 	// ForksRefused is how many forks of the tree the kernel refused at its
-	// process limit.
+	// process limit, or -1 where the kernel refuses them without counting
+	// (RLIMIT_NPROC): the watchdog then ends a tree held at its limit for
+	// CeilingHold.
 	ForksRefused() int
 	// Shmem is the bytes of tmpfs the tree holds (writes that per-process
 	// accounting misses).
@@ -97,12 +112,15 @@ type Watch struct {
 	breach func(Breach)
 	// kernelCounts: the kernel holds the tree to its process limit.
 	kernelCounts bool
-	mu           sync.Mutex
-	stopped      bool
-	fired        bool
-	timer        *time.Timer
-	usage        policy.Usage
-	long         time.Time // when LongInterval takes over
+	// atCeiling: since when the tree has been at its process limit (zero:
+	// it is not), where the kernel does not count refused forks.
+	atCeiling time.Time
+	mu        sync.Mutex
+	stopped   bool
+	fired     bool
+	timer     *time.Timer
+	usage     policy.Usage
+	long      time.Time // when LongInterval takes over
 }
 
 // Start polls the tree of root until Stop, and calls breach once, from the
@@ -150,8 +168,19 @@ func (w *Watch) check(s sample) (Breach, bool) {
 	case l.Memory > 0 && s.rss > l.Memory:
 		return Breach{Kind: Memory, Value: s.rss}, true
 	case l.Processes > 0 && w.kernelCounts:
-		if n := w.opts.Kernel.ForksRefused(); n >= policy.ForkRefusalsToKill(l.Processes) {
+		n := w.opts.Kernel.ForksRefused()
+		if n >= policy.ForkRefusalsToKill(l.Processes) {
 			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
+		}
+		if n < 0 && l.Processes >= ceilingMin {
+			switch {
+			case s.tasks < l.Processes-1: // the launcher may hold one more
+				w.atCeiling = time.Time{}
+			case w.atCeiling.IsZero():
+				w.atCeiling = time.Now()
+			case time.Since(w.atCeiling) >= CeilingHold:
+				return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
+			}
 		}
 	case l.Processes > 0 && s.tasks > l.Processes:
 		return Breach{Kind: Processes, Value: int64(s.tasks)}, true
@@ -200,6 +229,9 @@ func (b Breach) Reason(l Limits, n Names) string {
 	case Processes:
 		if b.Refused {
 			return fmt.Sprintf("process limit exceeded (%s %d reached; the kernel refused %d forks)", n.Processes, l.Processes, b.Value)
+		}
+		if b.Held {
+			return fmt.Sprintf("process limit exceeded (%s %d reached and held for %v; the kernel refuses forks past it)", n.Processes, l.Processes, CeilingHold)
 		}
 		return fmt.Sprintf("process limit exceeded (%d processes and threads > %s %d; watchdog)", b.Value, n.Processes, l.Processes)
 	case Disk:

@@ -4,6 +4,7 @@ package watchdog
 
 import (
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,4 +120,24 @@ func TestWatchdogBigTreeCost(t *testing.T) {
 		t.Errorf("a tree of 201 processes counted as %d", s.tasks)
 	}
 	t.Logf("one walk of 201 processes: %v (the next poll waits %v)", took, max(Interval, 5*took))
+}
+
+// TestWatchdogCeilingHeld: where the kernel refuses forks past the limit
+// without counting them (RLIMIT_NPROC), a tree that stays at its limit is
+// ended after CeilingHold; one that only passes by it is not.
+func TestWatchdogCeilingHeld(t *testing.T) {
+	k := &fakeKernel{}
+	k.refused.Store(-1)
+	// At the limit (the shell and 9 sleeps) for 2 s: ended.
+	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
+	if b.Kind != Processes || !b.Held {
+		t.Errorf("held at its limit: %+v", b)
+	}
+	if r := b.Reason(Limits{Processes: 10}, Names{Processes: "maxProcesses"}); !strings.Contains(r, "maxProcesses 10 reached and held") {
+		t.Errorf("reason %q", r)
+	}
+	// Well under it for as long: not ended.
+	if b, _ := watchShell(t, "for i in 1 2 3; do sleep 1 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != 0 {
+		t.Errorf("under its limit: %+v", b)
+	}
 }
