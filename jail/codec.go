@@ -42,6 +42,7 @@ const (
 	tagUsage    = 12
 	tagStdin    = 13
 	tagTerminal = 14
+	tagNproc    = 15
 )
 
 // Tags of policy.Command.
@@ -159,6 +160,7 @@ func (e *encoder) message(m *message) {
 	e.strs(tagLookups, m.Lookups)
 	e.flag(tagStdin, m.Stdin)
 	e.flag(tagTerminal, m.Terminal)
+	e.int(tagNproc, m.Nproc)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -320,6 +322,8 @@ func (d *decoder) message(m *message) error {
 			m.Stdin = true
 		case tagTerminal:
 			m.Terminal = true
+		case tagNproc:
+			m.Nproc, err = d.int()
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:

@@ -95,3 +95,6 @@ func (t *Tree) Isolation() string { return "" }
 
 // NoNamespacesWhy says why commands get no namespaces: none here.
 func NoNamespacesWhy() string { return "there are no namespaces on " + runtime.GOOS }
+
+// ProcessCeiling is 0: no kernel limit here.
+func (t *Tree) ProcessCeiling() int { return 0 }

@@ -201,7 +201,7 @@ func startFromSpec(status *os.File) started {
 		_ = writeFrame(status, &message{Type: msgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot})
+	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
 	return started{pid: pid, net: pnet, spec: m.Spec}
 }
 

@@ -76,6 +76,9 @@ type message struct {
 	// PrivateRoot says in a started frame that the command's root holds only
 	// its policy's paths (see privateRoot).
 	PrivateRoot bool
+	// Nproc is, in a started frame, the RLIMIT_NPROC the launcher set on
+	// itself and its command (see applyNproc), 0 if none.
+	Nproc int
 	// Lookups, in an exit frame, are the names the command tried to resolve
 	// itself in its private network.
 	Lookups []string

@@ -49,6 +49,8 @@ type Tree struct {
 	// nproc: RLIMIT_NPROC holds the command to its process limit (see
 	// applyNproc), set before the spec is sent.
 	nproc bool
+	// nprocLimit is the RLIMIT_NPROC the launcher reported it set.
+	nprocLimit atomic.Int64
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -394,6 +396,7 @@ func (t *Tree) readStatus(status *os.File) report {
 		case msgStarted:
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
+			t.nprocLimit.Store(int64(m.Nproc))
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:

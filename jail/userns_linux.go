@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -297,7 +298,38 @@ func applyNproc(l *policy.Limits) error {
 	if err := rlimit.Set(unix.RLIMIT_NPROC, n, n); err != nil {
 		return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
 	}
+	nprocSet = int(n)
 	return nil
+}
+
+// nprocSet is the RLIMIT_NPROC applyNproc set, 0 if none: the started frame
+// tells the supervisor (see Tree.ProcessCeiling).
+var nprocSet int
+
+// ProcessCeiling is, where RLIMIT_NPROC holds the tree to its process limit
+// without counting refused forks (ForksRefused is -1), the most tasks the
+// tree can have now: the limit less the launcher's own threads, which count
+// against it in the call's user namespace (/proc/<pid>/status is readable
+// whatever the launcher's dumpable flag). 0 when unknown.
+func (t *Tree) ProcessCeiling() int {
+	n := int(t.nprocLimit.Load())
+	if n == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(t.pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			threads, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0
+			}
+			return n - threads
+		}
+	}
+	return 0
 }
 
 // ownTasks counts the threads of this process.

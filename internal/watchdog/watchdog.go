@@ -64,13 +64,15 @@ type Breach struct {
 	Held bool
 }
 
-// CeilingHold is how long a tree may stay at its process limit, where the
-// kernel holds it there without counting refused forks, before the call is
-// ended as a fork bomb. A build at its limit moves below it as processes end;
-// a fork bomb stays. Limits under ceilingMin are left to the call's time
-// limit: a command of a process or two sits at such a limit by itself.
+// CeilingHold is how long a tree may stay at its process ceiling (the most
+// the kernel lets it have now), where the kernel holds it there without
+// counting refused forks, before the call is ended as a fork bomb. A build at
+// its limit moves below it as processes end; a fork bomb stays. Limits under
+// ceilingMin are left to the call's time limit: a command of a process or two
+// sits at such a limit by itself.
 const (
 	CeilingHold = 500 * time.Millisecond
+	ceilingGap  = 100 * time.Millisecond
 	ceilingMin  = 8
 )
 
@@ -89,6 +91,9 @@ type Kernel interface {
 	// Shmem is the bytes of tmpfs the tree holds (writes that per-process
 	// accounting misses).
 	Shmem() int64
+	// ProcessCeiling is, where ForksRefused is -1, the most processes and
+	// threads the tree can have now (0: unknown).
+	ProcessCeiling() int
 }
 
 // Options say how to read a tree.
@@ -114,13 +119,14 @@ type Watch struct {
 	kernelCounts bool
 	// atCeiling: since when the tree has been at its process limit (zero:
 	// it is not), where the kernel does not count refused forks.
-	atCeiling time.Time
-	mu        sync.Mutex
-	stopped   bool
-	fired     bool
-	timer     *time.Timer
-	usage     policy.Usage
-	long      time.Time // when LongInterval takes over
+	atCeiling     time.Time
+	lastAtCeiling time.Time
+	mu            sync.Mutex
+	stopped       bool
+	fired         bool
+	timer         *time.Timer
+	usage         policy.Usage
+	long          time.Time // when LongInterval takes over
 }
 
 // Start polls the tree of root until Stop, and calls breach once, from the
@@ -173,13 +179,20 @@ func (w *Watch) check(s sample) (Breach, bool) {
 			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
 		}
 		if n < 0 && l.Processes >= ceilingMin {
-			switch {
-			case s.tasks < l.Processes-1: // the launcher may hold one more
+			// A walk of a tree that forks and reaps can miss a process: a
+			// sample below the ceiling ends the hold only if none reached it
+			// for ceilingGap.
+			now := time.Now()
+			if ceiling := w.opts.Kernel.ProcessCeiling(); ceiling > 0 && s.tasks >= ceiling {
+				if w.atCeiling.IsZero() {
+					w.atCeiling = now
+				}
+				w.lastAtCeiling = now
+				if now.Sub(w.atCeiling) >= CeilingHold {
+					return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
+				}
+			} else if now.Sub(w.lastAtCeiling) > ceilingGap {
 				w.atCeiling = time.Time{}
-			case w.atCeiling.IsZero():
-				w.atCeiling = time.Now()
-			case time.Since(w.atCeiling) >= CeilingHold:
-				return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
 			}
 		}
 	case l.Processes > 0 && s.tasks > l.Processes:
