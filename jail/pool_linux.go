@@ -138,6 +138,20 @@ func (p *Pool) start(spec *Spec, stdout, stderr *os.File, memory int64, in *Inte
 		return nil, fmt.Errorf("%w: an unsafe command needs a pool that does not prepare sandboxes", ErrPolicy)
 	}
 	p.memory.Store(memory)
+	if wholeNetworkInUserNS(spec) {
+		// A prepared launcher is in a network namespace of its own, and in a
+		// user namespace it cannot go back to the host's: a launcher of its
+		// own, unprepared, for the whole network.
+		t, err := spawn(p.exe, probeCgroups().create(memory), probeCmdCgroups().create())
+		if err != nil {
+			return nil, err
+		}
+		if err := t.send(spec, stdout, stderr, memory, in); err != nil {
+			release(t)
+			return nil, err
+		}
+		return t, nil
+	}
 	spaced := p.calls.Spaced()
 	for {
 		var t *Tree

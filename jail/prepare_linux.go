@@ -43,11 +43,14 @@ type prepared struct {
 // which then does it, or fails, as it would have without preparation.
 func prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
-	if wantPrivateRoot() && !inUserNS {
-		// In a user namespace the launcher could not go back to the host's
+	if inUserNS {
+		warmThreads()
+	}
+	if wantPrivateRoot() {
+		// In a user namespace the launcher cannot go back to the host's
 		// network for a call with the whole network (setns needs
-		// CAP_SYS_ADMIN over the host's namespace): it makes the call's
-		// network at the call instead (isolateNet).
+		// CAP_SYS_ADMIN over the host's namespace): such calls get a launcher
+		// that was not prepared (see wholeNetworkInUserNS).
 		// First, while /proc is the host's: it names the host's namespace.
 		// A listener that could not be opened leaves a namespace that is good
 		// for commands without network only (isolateNet checks).

@@ -258,6 +258,32 @@ func NoNamespacesWhy() string {
 	return why
 }
 
+// wholeNetworkInUserNS reports whether spec wants the host's network from a
+// user-namespace launcher, which a launcher prepared with a network namespace
+// of its own cannot give (setns back to the host's needs CAP_SYS_ADMIN over
+// it): such a spec gets a launcher that never left the host's network.
+func wholeNetworkInUserNS(spec *Spec) bool {
+	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
+}
+
+// warmThreads makes spareThreads idle threads in the runtime, ahead of the
+// process limit (see applyNproc); a pooled launcher does it while it waits.
+func warmThreads() {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range spareThreads {
+		wg.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			wg.Done()
+			<-release
+			runtime.UnlockOSThread() // the thread goes to the runtime's idle list
+		}()
+	}
+	wg.Wait()
+	close(release)
+}
+
 // spareThreads is how many idle threads a user-namespace launcher makes
 // before its process limit is set: its Go runtime may want a thread later
 // (a goroutine blocked in a system call), and a thread it cannot make is
@@ -277,19 +303,7 @@ func applyNproc(l *policy.Limits) error {
 	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 {
 		return nil
 	}
-	var wg sync.WaitGroup
-	release := make(chan struct{})
-	for range spareThreads {
-		wg.Add(1)
-		go func() {
-			runtime.LockOSThread()
-			wg.Done()
-			<-release
-			runtime.UnlockOSThread() // the thread goes to the runtime's idle list
-		}()
-	}
-	wg.Wait()
-	close(release)
+	warmThreads() // idle threads already made (prepare) are taken, not made
 	tasks, err := ownTasks()
 	if err != nil {
 		return err
