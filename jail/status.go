@@ -165,3 +165,11 @@ type Isolation struct {
 	// weight, so calls share the CPU equally.
 	CPUCgroups bool
 }
+
+// Mode names, as results and doctor give them (see Isolation.Mode): a root
+// server's namespaces, an ordinary user's made in user namespaces, or none.
+const (
+	ModeRoot     = "namespaces"
+	ModeUserNS   = "user-namespaces"
+	ModeLandlock = "landlock-only"
+)

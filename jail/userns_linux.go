@@ -64,13 +64,6 @@ const (
 	nsUser
 )
 
-// Mode names, as results and doctor give them.
-const (
-	ModeRoot     = "namespaces"
-	ModeUserNS   = "user-namespaces"
-	ModeLandlock = "landlock-only"
-)
-
 // userNSEnv tells a launcher that it runs in a user namespace of its own.
 const userNSEnv = "AUTOBOX_USERNS"
 
