@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/jail"
 )
 
 // bin is the autobox binary built once by TestMain; toolsDir holds the static probe
@@ -311,3 +313,18 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o755)
 }
+
+// hostMode is the mode a server started by this test process runs in, as its
+// doctor says (the mode line).
+var hostMode = sync.OnceValue(func() string {
+	out, _ := exec.Command(bin, "doctor").CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == "mode" {
+			return strings.TrimSuffix(f[2], ":")
+		}
+	}
+	return ""
+})
+
+// namespaced reports whether this process's servers give commands namespaces.
+func namespaced() bool { return hostMode() == jail.ModeRoot || hostMode() == jail.ModeUserNS }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,21 +25,6 @@ import (
 // Landlock and seccomp alone (landlock-only), and a root server there runs
 // its commands as another uid. Each test runs in every mode this process can
 // make: the suite runs once as root and once as an ordinary user.
-
-// hostMode is the mode a server started by this test process runs in, as its
-// doctor says (the mode line).
-var hostMode = sync.OnceValue(func() string {
-	out, _ := exec.Command(bin, "doctor").CombinedOutput()
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[1] == "mode" {
-			return strings.TrimSuffix(f[2], ":")
-		}
-	}
-	return ""
-})
-
-// namespaced reports whether this process's servers give commands namespaces.
-func namespaced() bool { return hostMode() == jail.ModeRoot || hostMode() == jail.ModeUserNS }
 
 type isolationOut struct {
 	execOut
