@@ -5,13 +5,14 @@ import (
 	"testing"
 )
 
-// TestCapabilitiesDropped: a command started by a root supervisor holds no capability
-// in any set and cannot regain them (locked securebits); the unsafe run, the positive
-// control, keeps root's capabilities.
+// TestCapabilitiesDropped: a command started by a root supervisor, or by an
+// ordinary user's user-namespace launcher (which holds capabilities in its own
+// namespace), holds no capability in any set and cannot regain them (locked
+// securebits); the unsafe run, the positive control, keeps the launcher's.
 func TestCapabilitiesDropped(t *testing.T) {
 	requireJail(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the capabilities to drop are root's")
+	if os.Geteuid() != 0 && launcherMode() != nsUser {
+		t.Skip("needs root or user namespaces: the capabilities to drop are theirs")
 	}
 	probes := []string{"info:caps"}
 	p := basePolicy(t)
