@@ -150,6 +150,7 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	add("ioctl", "ioctl")
 	add("personality", "personality")
 	add("prctl", "prctl")
+	addTargets(add)
 	if !o.AllowNetwork {
 		add("socket", "socket")
 		add("socketpair", "socketpair")
@@ -186,6 +187,8 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.jump(bpf.JumpEqual, PRSetDumpable, "", labelAllow)
 	p.load(ArgLow(1))
 	p.jump(bpf.JumpEqual, 1, labelAllow, labelEPERM)
+
+	emitTargets(p)
 
 	if !o.AllowNetwork {
 		p.label("socket")
