@@ -143,7 +143,7 @@ func TestActOnOtherProcesses(t *testing.T) {
 
 // TestActOnOtherProcessesCLI: the same through `autobox exec`.
 func TestActOnOtherProcessesCLI(t *testing.T) {
-	eachCLIMode(t, func(t *testing.T, h *cliHome) {
+	eachCLIMode(t, func(t *testing.T, h *cliHome, m serverMode) {
 		pid := victim(t)
 		before := limitsOf(t, pid)
 		soft, hard := lowered(t, before, "nofile")
