@@ -27,7 +27,10 @@
 //   - Network, when !AllowNetwork: seccomp fails socket(2) and socketpair(2)
 //     for every family but AF_UNIX with EAFNOSUPPORT (IPv4, IPv6, netlink,
 //     packet, raw...), and Landlock (ABI >= 4) denies TCP bind and connect
-//     even on a socket obtained some other way.
+//     even on a socket obtained some other way. With PrivateNetwork
+//     (allowHosts) socket(2) is allowed for the families a network namespace
+//     confines alone (unix, IP, netlink); AF_VSOCK fails with EAFNOSUPPORT
+//     always, the whole network included.
 //   - Scoping (Landlock ABI >= 6, always on): no signals to processes outside
 //     the sandbox, no connecting to abstract unix sockets bound outside it.
 //   - seccomp, always: EPERM for ptrace, process_vm_readv/writev, mounts and
@@ -38,7 +41,8 @@
 //     personality other than the default, ioctl TIOCSTI and TIOCLINUX.
 //     clone3 fails with ENOSYS (libc falls back to clone, whose flags the
 //     filter can read). Foreign ABIs (i386 int 0x80, x32, arm32) fail with
-//     ENOSYS.
+//     ENOSYS. Calls that act on another process may name only the caller
+//     (see seccomp.PidZeroOnly and its kin).
 //   - no_new_privs: setuid binaries and file capabilities give nothing.
 //   - Process trees: the command runs in its own process group in the
 //     launcher's new session, with no controlling terminal, stdin /dev/null,

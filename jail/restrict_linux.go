@@ -38,7 +38,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool)
 		return err
 	}
 	loopback = loopback && !p.AllowNetwork
-	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
+	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool)
 // spec).
 func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
-		o = seccomp.Options{AllowNetwork: true}
+		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork}
 	}
 	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
 	return f.(func() ([]unix.SockFilter, error))()

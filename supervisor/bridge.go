@@ -101,9 +101,24 @@ func (b *bridge) locate(ctx context.Context, op, p string) (*policy.Mount, *os.R
 	r, ok := b.roots[m.Sandbox]
 	if !ok {
 		host := m.Host
-		r, err = hostOp(ctx, func() (*os.Root, error) { return os.OpenRoot(host) }, func(r *os.Root) { r.Close() })
+		mount := m.Sandbox
+		r, err = hostOp(ctx, func() (*os.Root, error) {
+			r, err := os.OpenRoot(host)
+			if err != nil {
+				return nil, err
+			}
+			if err := refusePseudoDir(r, op, p, mount); err != nil {
+				r.Close()
+				return nil, err
+			}
+			return r, nil
+		}, func(r *os.Root) { r.Close() })
 		if late := lateError(op, p, err); late != nil {
 			return nil, nil, "", late
+		}
+		var pseudo pseudoFSError
+		if errors.As(err, &pseudo) {
+			return nil, nil, "", err
 		}
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("%s: opening mount %s: %w", op, m.Sandbox, err)

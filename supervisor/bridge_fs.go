@@ -11,6 +11,8 @@ import (
 	"path"
 	"sort"
 	"syscall"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // The file verbs of the bridge. Each looks at what a path is (stat, which opens
@@ -52,10 +54,11 @@ func notRegular(op, p string, m fs.FileMode) error {
 }
 
 func (b *bridge) readFile(ctx context.Context, p string) (string, error) {
-	_, r, rel, err := b.locate(ctx, "readFile", p)
+	m, r, rel, err := b.locate(ctx, "readFile", p)
 	if err != nil {
 		return "", err
 	}
+	mount := m.Sandbox
 	left, maxRead, already := b.maxRead-b.readBytes, b.maxRead, b.readBytes
 	data, err := hostOp(ctx, func() (string, error) {
 		fi, err := r.Stat(rel)
@@ -70,6 +73,9 @@ func (b *bridge) readFile(ctx context.Context, p string) (string, error) {
 			return "", explain("readFile", p, err)
 		}
 		defer f.Close()
+		if kind := pseudoFS(f); kind != "" {
+			return "", onPseudoFS("readFile", p, mount, kind)
+		}
 		if fi, err = f.Stat(); err != nil {
 			return "", explain("readFile", p, err)
 		}
@@ -113,7 +119,8 @@ func (b *bridge) writeFile(ctx context.Context, p, content string) error {
 	if b.writeBytes+n > b.maxWrite {
 		return fmt.Errorf("writeFile: %s: %d bytes would exceed maxWriteBytes (%d, %d already written)", p, n, b.maxWrite, b.writeBytes)
 	}
-	_, err = hostOp(ctx, func() (struct{}, error) { return struct{}{}, replaceFile(ctx, r, rel, p, content) }, nil)
+	mount := m.Sandbox
+	_, err = hostOp(ctx, func() (struct{}, error) { return struct{}{}, replaceFile(ctx, r, rel, p, mount, content) }, nil)
 	if late := lateError("writeFile", p, err); late != nil {
 		return late
 	}
@@ -130,7 +137,7 @@ func (b *bridge) writeFile(ctx context.Context, p, content string) error {
 // descriptor: a directory or link swapped in on the way meanwhile cannot make the
 // rename land elsewhere or the clean-up miss the temp file. It gives up before the
 // rename once ctx has ended, so a write the call stopped waiting for never appears.
-func replaceFile(ctx context.Context, r *os.Root, rel, p, content string) error {
+func replaceFile(ctx context.Context, r *os.Root, rel, p, mount, content string) error {
 	// An existing target must be a regular file (or a link to one inside the mount);
 	// its mode is kept.
 	mode := os.FileMode(0o644)
@@ -151,6 +158,9 @@ func replaceFile(ctx context.Context, r *os.Root, rel, p, content string) error 
 		return explain("writeFile", p, err)
 	}
 	defer d.Close()
+	if err := refusePseudoDir(d, "writeFile", p, mount); err != nil {
+		return err
+	}
 	tmp := fmt.Sprintf(".%s.autobox-%s.tmp", base, randomHex())
 	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openFlags, mode)
 	if err != nil {
@@ -204,10 +214,11 @@ func resolvedTarget(r *os.Root, rel string) string {
 }
 
 func (b *bridge) listDir(ctx context.Context, p string) ([]string, error) {
-	_, r, rel, err := b.locate(ctx, "listDir", p)
+	m, r, rel, err := b.locate(ctx, "listDir", p)
 	if err != nil {
 		return nil, err
 	}
+	mount := m.Sandbox
 	names, err := hostOp(ctx, func() ([]string, error) {
 		fi, err := r.Stat(rel)
 		if err != nil {
@@ -223,6 +234,9 @@ func (b *bridge) listDir(ctx context.Context, p string) ([]string, error) {
 			return nil, explain("listDir", p, err)
 		}
 		defer f.Close()
+		if kind := pseudoFS(f); kind != "" {
+			return nil, onPseudoFS("listDir", p, mount, kind)
+		}
 		names, err := f.Readdirnames(-1)
 		if err != nil {
 			return nil, explain("listDir", p, err)
@@ -234,4 +248,40 @@ func (b *bridge) listDir(ctx context.Context, p string) ([]string, error) {
 		return nil, late
 	}
 	return names, err
+}
+
+// onPseudoFS is the refusal of a file on a kernel pseudo-filesystem (see
+// pseudoFilesystems), naming the mount it was reached through.
+func onPseudoFS(op, p, mount, kind string) error {
+	return pseudoFSError(fmt.Sprintf("%s: %s: is on a %s filesystem (reached through mount %s); execute_js does not serve the kernel's pseudo-filesystems, which would show the server's own process", op, p, kind, mount))
+}
+
+// pseudoFSError is onPseudoFS's error, whole as it is.
+type pseudoFSError string
+
+func (e pseudoFSError) Error() string { return string(e) }
+
+// refusePseudoDir refuses a directory of r on a kernel pseudo-filesystem.
+func refusePseudoDir(r *os.Root, op, p, mount string) error {
+	f, err := r.Open(".")
+	if err != nil {
+		return explain(op, p, err)
+	}
+	defer f.Close()
+	if kind := pseudoFS(f); kind != "" {
+		return onPseudoFS(op, p, mount, kind)
+	}
+	return nil
+}
+
+// refusePseudoMounts refuses, before an execute_js call starts, a mount whose
+// host path is a kernel pseudo-filesystem (the bridge would refuse each of
+// its files anyway; a mount holding one, such as /, is refused file by file).
+func refusePseudoMounts(mounts []policy.Mount) error {
+	for _, m := range mounts {
+		if kind := pseudoFSAt(m.Host); kind != "" {
+			return fmt.Errorf("%w: mounts: hostPath %s (at %s) is a %s filesystem; execute_js does not serve the kernel's pseudo-filesystems, which would show the server's own process", policy.ErrInvalid, m.Host, m.Sandbox, kind)
+		}
+	}
+	return nil
 }

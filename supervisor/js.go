@@ -84,6 +84,9 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
 		return nil, err
 	}
+	if err := refusePseudoMounts(c.mounts); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

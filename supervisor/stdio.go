@@ -398,8 +398,8 @@ func readLine(r *bufio.Reader) (line []byte, over *overlong, err error) {
 }
 
 // writeError answers a line that could not be a message. The id is recovered when the
-// line is JSON with an id, or an over-long line shows one, so the client can match the
-// error to its request.
+// line is JSON with an id, or an over-long, too deeply nested or cut-short line shows
+// one, so the client can match the error to its request.
 func (c *lineConn) writeError(line []byte, over *overlong, err error) {
 	code := int64(-32700) // parse error
 	id := json.RawMessage("null")
@@ -412,10 +412,19 @@ func (c *lineConn) writeError(line []byte, over *overlong, err error) {
 		var probe struct {
 			ID json.RawMessage `json:"id"`
 		}
-		if json.Unmarshal(line, &probe) == nil {
+		switch {
+		case json.Unmarshal(line, &probe) == nil:
 			code = -32600
 			if len(probe.ID) > 0 {
 				id = probe.ID
+			}
+		default:
+			// Not JSON to encoding/json either: nested past its limit, or cut
+			// short. Its id, where the line shows one whole at either end, is
+			// found as in an over-long line's kept bytes (and at the same
+			// bounded cost).
+			if found := newOverlong(line, nil).id(); found != nil {
+				id = found
 			}
 		}
 	}

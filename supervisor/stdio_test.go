@@ -284,3 +284,33 @@ func TestOverlongID(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepLineAnsweredWithItsID (issue 20 item 11): a line nested deeper than
+// any JSON decoder here takes is answered with its id, wherever it stands,
+// not with id null (the client would wait for its timeout); with no id shown,
+// null.
+func TestDeepLineAnsweredWithItsID(t *testing.T) {
+	ss := startStdio(t, false)
+	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.next()
+	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, n := range []int{2000, 20000, 500000} {
+		deep := `{"name":"execute_js","arguments":{"code":"1","x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`
+		for _, tc := range []struct{ line, id string }{
+			{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + deep + `}`, `7`},
+			{`{"method":"tools/call","params":` + deep + `,"jsonrpc":"2.0","id":"req-8"}`, `"req-8"`},
+			{`{"method":"tools/call","params":` + deep[:len(deep)-n/2] + `,"jsonrpc":"2.0","id":9}`, `9`}, // unbalanced too
+			{`{"jsonrpc":"2.0","method":"tools/call","params":` + deep + `}`, `null`},
+		} {
+			ss.send(tc.line)
+			l := ss.next()
+			if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `"error"`) {
+				t.Errorf("depth %d, %.50s…%s: reply %.200s, want id %s", n, tc.line, tc.line[len(tc.line)-30:], l, tc.id)
+			}
+		}
+	}
+	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
+	if l := ss.next(); !strings.Contains(l, `"id":10`) {
+		t.Errorf("ping after deep lines: %s", l)
+	}
+}

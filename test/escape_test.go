@@ -106,16 +106,23 @@ func TestEscapeKillLauncher(t *testing.T) {
 
 // TestEscapeKillLauncherCLI is the issue's reproducer on the command line.
 func TestEscapeKillLauncherCLI(t *testing.T) {
+	eachCLIMode(t, func(t *testing.T, h *cliHome, m serverMode) {
+		r := h.run("", "exec", "--timeout", "2s", "--", "bash", "-c", `setsid bash -c "(sleep 70310 &) ; sleep 0.1"; sleep 0.2; kill -9 $PPID; sleep 1`)
+		if r.code != 0 || strings.Contains(r.stderr, "launcher failed") {
+			t.Errorf("%s", r)
+		}
+		wantNoSurvivor(t, "cli", "sleep", "70310")
+	})
+}
+
+// eachCLIMode runs f with a command line home of every server mode.
+func eachCLIMode(t *testing.T, f func(t *testing.T, h *cliHome, m serverMode)) {
 	requireSandbox(t)
 	for _, m := range serverModes(t) {
 		t.Run(m.name, func(t *testing.T) {
 			h := newCLIHome(t)
 			h.env = append(h.env, m.env...)
-			r := h.run("", "exec", "--timeout", "2s", "--", "bash", "-c", `setsid bash -c "(sleep 70310 &) ; sleep 0.1"; sleep 0.2; kill -9 $PPID; sleep 1`)
-			if r.code != 0 || strings.Contains(r.stderr, "launcher failed") {
-				t.Errorf("%s", r)
-			}
-			wantNoSurvivor(t, "cli", "sleep", "70310")
+			f(t, h, m)
 		})
 	}
 }

@@ -200,6 +200,24 @@ func TestProtocolHugeLine(t *testing.T) {
 	r.ping(4)
 }
 
+// TestProtocolDeepLine (issue 20 item 11): a line nested past every decoder's
+// limit is answered with its id, first or last in the line, and the session
+// goes on.
+func TestProtocolDeepLine(t *testing.T) {
+	r := startRaw(t)
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1","x":` + deep + `}}}`)
+	if m := r.reply(-1); m["error"] == nil || m["id"] != float64(1) {
+		t.Errorf("deep line, id first: %.300v", m)
+	}
+	r.ping(2)
+	r.send(`{"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1","x":` + deep + `}},"jsonrpc":"2.0","id":3}`)
+	if m := r.reply(-1); m["error"] == nil || m["id"] != float64(3) {
+		t.Errorf("deep line, id last: %.300v", m)
+	}
+	r.ping(4)
+}
+
 // sendHuge writes, in the background, one line of head, mb megabytes of "a" and tail.
 func (r *rawSession) sendHuge(head string, mb int, tail string) {
 	chunk := strings.Repeat("a", 1<<20)

@@ -35,6 +35,13 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"fsmount": unix.SYS_FSMOUNT, "fspick": unix.SYS_FSPICK, "clone3": unix.SYS_CLONE3,
 		"mount_setattr": unix.SYS_MOUNT_SETATTR, "quotactl_fd": unix.SYS_QUOTACTL_FD,
 		"open_tree_attr": unix.SYS_OPEN_TREE_ATTR, "fallocate": unix.SYS_FALLOCATE,
+		"prlimit64": unix.SYS_PRLIMIT64, "setpriority": unix.SYS_SETPRIORITY,
+		"sched_setaffinity": unix.SYS_SCHED_SETAFFINITY, "sched_setscheduler": unix.SYS_SCHED_SETSCHEDULER,
+		"sched_setparam": unix.SYS_SCHED_SETPARAM, "sched_setattr": unix.SYS_SCHED_SETATTR,
+		"ioprio_set": unix.SYS_IOPRIO_SET, "process_madvise": unix.SYS_PROCESS_MADVISE,
+		"pidfd_open": unix.SYS_PIDFD_OPEN, "pidfd_getfd": unix.SYS_PIDFD_GETFD, "kcmp": unix.SYS_KCMP,
+		"migrate_pages": unix.SYS_MIGRATE_PAGES, "move_pages": unix.SYS_MOVE_PAGES,
+		"get_robust_list": unix.SYS_GET_ROBUST_LIST, "process_mrelease": unix.SYS_PROCESS_MRELEASE,
 	}
 	for name, nr := range x86Only {
 		want[name] = nr

@@ -118,7 +118,33 @@ type Options struct {
 	// call. socket(AF_UNIX) stays refused (a named socket in a mounted
 	// directory is still a door to a host service).
 	Loopback bool
+	// PrivateNetwork (with AllowNetwork) says the command's network namespace
+	// holds loopback and the proxy alone. A network namespace confines the
+	// families whose sockets belong to one (unix, IP, netlink), not those
+	// that reach past it: vsock reaches the hypervisor's services whatever
+	// the namespace, and others (Bluetooth, CAN, RDS, TIPC, ...) reach
+	// hardware or the kernel. socket(2) is then allowed for the confined
+	// families alone; any other fails with EAFNOSUPPORT. With AllowNetwork
+	// and without it, every family is allowed but AF_VSOCK (see
+	// ConfinedFamilies).
+	PrivateNetwork bool
 }
+
+// Socket families socket(2) is checked against.
+const (
+	AFNetlink = 16
+	AFVsock   = 40
+)
+
+// ConfinedFamilies are the socket families a network namespace confines:
+// a socket of one reaches only what is in the namespace (and pathname unix
+// sockets, what the command's root and Landlock let it name). Of the others
+// AF_VSOCK is refused even with the whole network: it is no part of the
+// network a user allows (it reaches the hypervisor's services, where a
+// virtual machine's host offers them), and no namespace or firewall of the
+// guest confines it. AF_ALG (the kernel's crypto API) reaches nothing and
+// is a kernel surface alone; it is refused where the other families are.
+var ConfinedFamilies = []uint32{AFUnix, AFInet, AFInet6, AFNetlink}
 
 // Sandbox returns the filter for a sandboxed process tree on arch a.
 //
@@ -151,8 +177,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	add("personality", "personality")
 	add("prctl", "prctl")
 	table = append(table, setIDCases(a)...)
+	addTargets(add)
+	add("socket", "socket")
 	if !o.AllowNetwork {
-		add("socket", "socket")
 		add("socketpair", "socketpair")
 	}
 	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
@@ -190,9 +217,23 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.load(ArgLow(1))
 	p.jump(bpf.JumpEqual, 1, labelAllow, labelEPERM)
 
+	emitTargets(p)
+
+	p.label("socket")
+	p.load(ArgLow(0))
+	switch {
+	case o.AllowNetwork && o.PrivateNetwork:
+		for i, fam := range ConfinedFamilies {
+			els := ""
+			if i == len(ConfinedFamilies)-1 {
+				els = labelEAFNOSUPPORT
+			}
+			p.jump(bpf.JumpEqual, fam, labelAllow, els)
+		}
+	case o.AllowNetwork:
+		p.jump(bpf.JumpEqual, AFVsock, labelEAFNOSUPPORT, labelAllow)
+	}
 	if !o.AllowNetwork {
-		p.label("socket")
-		p.load(ArgLow(0))
 		if o.Loopback {
 			p.jump(bpf.JumpEqual, AFInet, labelAllow, "")
 			p.jump(bpf.JumpEqual, AFInet6, labelAllow, "")
@@ -213,9 +254,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 			p.jump(bpf.JumpEqual, SockRDM, labelEPERM, "")
 			p.jump(bpf.JumpEqual, SockPacket, labelEPERM, labelAllow)
 		}
-		p.label(labelEAFNOSUPPORT)
-		p.ret(RetErrno(EAFNOSUPPORT))
 	}
+	p.label(labelEAFNOSUPPORT)
+	p.ret(RetErrno(EAFNOSUPPORT))
 	p.label(labelEOPNOTSUPP)
 	p.ret(RetErrno(EOPNOTSUPP))
 	epilogue(p)

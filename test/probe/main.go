@@ -39,6 +39,8 @@ func main() {
 		err = shm(a[0], atoi(a[1]))
 	case "prlimit":
 		err = prlimitOf(atoi(a[0]))
+	case "on":
+		err = onProcess(a[0], atoi(a[1]), a[2:])
 	case "args":
 		for _, s := range a {
 			fmt.Printf("[%s]\n", s)
@@ -270,7 +272,12 @@ func attackPid(how string, ppid int) error {
 	case "stop":
 		return unix.Kill(ppid, unix.SIGSTOP)
 	case "pidfd":
+		// pidfd_open fails with ENOSYS in the sandbox; a process's /proc
+		// directory serves pidfd_send_signal as a pidfd.
 		fd, err := unix.PidfdOpen(ppid, 0)
+		if err == unix.ENOSYS {
+			fd, err = unix.Open(fmt.Sprintf("/proc/%d", ppid), unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		}
 		if err != nil {
 			return err
 		}
