@@ -40,6 +40,15 @@ func (s *Store) cleanup() {
 	recs, _ := s.loadRecords()
 	for _, r := range recs {
 		removeMatching(r.dir(), baseStaging)
+		if src, err := openRoot(r.Source); err == nil {
+			names, _ := readNames(src.fd)
+			for _, n := range names {
+				if hostStaging.MatchString(n) {
+					restoreAsides(src, n)
+				}
+			}
+			src.Close()
+		}
 		removeMatching(r.Source, hostStaging)
 	}
 }

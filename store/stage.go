@@ -93,6 +93,10 @@ func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 		return
 	}
 	if o.host {
+		if err := step("stage " + o.path); err != nil {
+			sf.err = fmt.Errorf("writing %s to the host: %w", o.path, err)
+			return
+		}
 		pf, err := placeFile(src, &st, a.hostStage.fd, sf.hostTmp, w.perm, true, &a.hostStage.memo)
 		if err == nil {
 			err = pf.finish(w.perm, w.mtime, nil)

@@ -60,3 +60,8 @@ func readDirents(fd int) ([]dirent, error) {
 	}
 	return out, err
 }
+
+// renameExchange swaps two entries atomically (any types, directories included).
+func renameExchange(olddir int, oldname string, newdir int, newname string) error {
+	return unix.RenameatxNp(olddir, oldname, newdir, newname, unix.RENAME_SWAP)
+}

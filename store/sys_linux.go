@@ -98,3 +98,8 @@ var dtypeMode = [...]uint32{
 	unix.DT_REG: unix.S_IFREG, unix.DT_DIR: unix.S_IFDIR, unix.DT_LNK: unix.S_IFLNK, unix.DT_FIFO: unix.S_IFIFO,
 	unix.DT_SOCK: unix.S_IFSOCK, unix.DT_CHR: unix.S_IFCHR, unix.DT_BLK: unix.S_IFBLK, 255: 0,
 }
+
+// renameExchange swaps two entries atomically (any types, directories included).
+func renameExchange(olddir int, oldname string, newdir int, newname string) error {
+	return unix.Renameat2(olddir, oldname, newdir, newname, unix.RENAME_EXCHANGE)
+}
