@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -329,8 +330,12 @@ func TestSyncOutOfSpace(t *testing.T) {
 		res := e.sync(tr.id)
 		isNew := tr.states(when)
 		tr.checkResult(when, res, isNew)
-		if !res.OK && !strings.Contains(res.Error, "no space left") {
-			t.Fatalf("%s: sync failed, but not for space: %s", when, res.Error)
+		if !res.OK && (!strings.Contains(res.Error, "no space left") || !strings.Contains(res.Error, "the filesystem mounted at "+mnt+" is full") ||
+			!strings.Contains(res.Error, e.src+"/") || strings.Contains(res.Error, "copying into")) {
+			t.Fatalf("%s: want an out-of-space error naming the path in %s and the filesystem at %s: %s", when, e.src, mnt, res.Error)
+		}
+		if !res.OK && free == 0 {
+			t.Logf("out of space: %s", res.Error)
 		}
 		os.Remove(filler)
 		tr.finish(when, isNew)
@@ -351,4 +356,25 @@ func fill(t *testing.T, path, mnt string, free int64) {
 	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil && !errors.Is(err, unix.ENOSPC) {
 		t.Fatal(err)
 	}
+}
+
+// A create that runs out of space says which source file it was copying and which
+// filesystem is full, not the name of the copy it was writing.
+func TestCreateOutOfSpace(t *testing.T) {
+	mnt, unmount, err := xfstest.MountTmpfsSized(filepath.Join(t.TempDir(), "small"), 1<<20)
+	if err != nil {
+		t.Skip("needs a small tmpfs (root): ", err)
+	}
+	defer unmount()
+	e := newEnvOn(t, t.TempDir(), CopyModeAuto)
+	e.storage = filepath.Join(mnt, "storage")
+	writeFile(t, e.src, "big.bin", strings.Repeat("b", 2<<20))
+	_, err = e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/project", StoragePath: e.storage, CopyMode: CopyModeAuto})
+	want := "create: copying " + filepath.Join(e.src, "big.bin") + " into the workspace storage: no space left on device: the filesystem mounted at " + mnt + " is full"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("create on a full disk: %v\nwant it to contain %q", err, want)
+	}
+	// Positive control: with room, the same create succeeds.
+	e.storage = filepath.Join(t.TempDir(), "storage")
+	e.create()
 }

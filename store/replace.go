@@ -144,14 +144,14 @@ func (a *applier) finishBuild(b *build) error {
 func (a *applier) swapIn(pfd int, name, p, tmp string) error {
 	st := a.hostStage
 	if err := step("exchange " + p); err != nil {
-		return fmt.Errorf("replacing %s on the host: %w", p, err)
+		return inUserWords(a.o.src, p, "replacing %s on the host", err)
 	}
 	err := renameExchange(st.fd, tmp, pfd, name)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.ENOSYS) {
 		tmp, err = a.swapAside(pfd, name, p, tmp)
 	}
 	if err != nil {
-		return fmt.Errorf("replacing %s on the host: %w", p, err)
+		return inUserWords(a.o.src, p, "replacing %s on the host", err)
 	}
 	step("remove old " + p)
 	removeAllAt(st.fd, tmp) // a leftover goes with staging, by the next operation at the latest

@@ -168,11 +168,11 @@ func (a *applier) run(ctx context.Context) (err error) {
 	}
 	a.planBuilds(puts)
 	if a.hostStage, err = newStage(a.o.src, ".autobox-sync-"); err != nil {
-		return fmt.Errorf("creating host staging directory: %w", err)
+		return inUserWords(a.o.src, "", "creating a staging directory in %s", err)
 	}
 	defer a.hostStage.remove()
 	if a.baseStage, err = newStage(a.o.dir, "stage-"); err != nil {
-		return fmt.Errorf("creating baseline staging directory: %w", err)
+		return inUserWords(a.o.dir, "", "creating a staging directory in %s", err)
 	}
 	defer a.baseStage.remove()
 	if err := dropManifest(a.o.dir); err != nil {
@@ -410,7 +410,7 @@ func (a *applier) putHost(p string, w entry, sf *stagedFile, b *build) error {
 	if errors.Is(err, unix.EEXIST) {
 		return hostChanged(p, "something appeared there")
 	} else if err != nil {
-		return fmt.Errorf("writing %s to the host: %w", p, err)
+		return inUserWords(a.o.src, p, "writing %s to the host", err)
 	}
 	if sf != nil {
 		if sf.cloned {
@@ -500,7 +500,7 @@ func (a *applier) inBaseline(p string, fn func(pfd int, name string) error) erro
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("updating baseline %s: %w", p, err)
+		return inUserWords(a.o.base, p, "updating baseline %s", err)
 	}
 	return nil
 }

@@ -65,3 +65,12 @@ func readDirents(fd int) ([]dirent, error) {
 func renameExchange(olddir int, oldname string, newdir int, newname string) error {
 	return unix.RenameatxNp(olddir, oldname, newdir, newname, unix.RENAME_SWAP)
 }
+
+// mountOf names where the filesystem holding r is mounted.
+func mountOf(r *root) string {
+	var st unix.Statfs_t
+	if unix.Fstatfs(r.fd, &st) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(st.Mntonname[:])
+}
