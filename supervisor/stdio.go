@@ -42,6 +42,7 @@ type directCalls struct {
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	catchSIGPIPE()
 	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]context.CancelCauseFunc{}, answered: make(chan struct{}, 1), direct: t.direct, window: newWindow(MaxInFlight)}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
@@ -59,6 +60,7 @@ type lineConn struct {
 	incoming  chan readResult
 	closed    chan struct{}
 	closeOnce sync.Once
+	lostOnce  sync.Once // brokenpipe.go
 
 	pendingMu sync.Mutex
 	pending   map[any]context.CancelCauseFunc // requests read and not yet answered, by id; direct calls have their cancel func
@@ -440,6 +442,9 @@ func (c *lineConn) writeLine(b []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err := c.out.Write(append(b, '\n'))
+	if err != nil {
+		c.lost(err)
+	}
 	return err
 }
 

@@ -32,23 +32,7 @@ func TestUnreadClient(t *testing.T) {
 		}
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":%s}}}`+"\n", i, code)
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "AUTOBOX_STATE_DIR=" + t.TempDir()}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = outW
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
+	cmd, in, outR, out, stderr := startPiped(t)
 	defer func() {
 		in.Close()
 		outR.Close()
@@ -57,11 +41,6 @@ func TestUnreadClient(t *testing.T) {
 			t.Logf("server stderr:\n%s", stderr)
 		}
 	}()
-	out := bufio.NewReader(outR)
-	io.WriteString(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"unread","version":"1"}}}`+"\n")
-	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"result"`) {
-		t.Fatalf("initialize: %q, %v", line, err)
-	}
 	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	s := &session{t: t, cmd: cmd, stderr: stderr}
 	baseGo, baseRSS := s.goroutines(), rssKB(t, cmd.Process.Pid)
@@ -124,6 +103,35 @@ func TestUnreadClient(t *testing.T) {
 		answered++
 	}
 	<-done
+}
+
+// startPiped starts the server with its stdout a pipe the test reads only when it
+// chooses, and initializes it (reading that answer).
+func startPiped(t *testing.T) (cmd *exec.Cmd, in io.WriteCloser, outR *os.File, out *bufio.Reader, stderr *syncBuffer) {
+	t.Helper()
+	cmd = exec.Command(bin)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "AUTOBOX_STATE_DIR=" + t.TempDir()}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = outW
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	out = bufio.NewReader(outR)
+	io.WriteString(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"piped","version":"1"}}}`+"\n")
+	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"result"`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	return cmd, in, outR, out, stderr
 }
 
 // rssKB reads a process's resident set size from /proc.
