@@ -6,7 +6,7 @@ BIN     := bin/autobox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
 
-.PHONY: build test clients bench lint run clean
+.PHONY: build test soak clients bench lint run clean
 
 # The binary is linked statically: each execute_js call starts a fresh worker
 # process, and a static binary starts ~15% cheaper (no dynamic loader, no relocation
@@ -32,6 +32,12 @@ test: build clients
 	@if [ "$$(id -u)" = 0 ]; then bash test/asuser.sh make-user; fi
 	AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 40m ./...
 	@if [ "$$(id -u)" = 0 ] && [ -z "$$AUTOBOX_TEST_ROOT_ONLY" ]; then bash test/asuser.sh; fi
+
+# The fault harness in full: every step of a sync killed and failed, a disk-full sweep,
+# and the server against a client that never reads (make test runs a few trials of each).
+SOAK_TESTS := TestSync(KilledAtEachStep|FailedAtEachStep|OutOfSpace)|TestCreateOutOfSpace|TestUnreadClient|TestPausedServer|TestClientClosedStdout
+soak: build
+	AUTOBOX_SOAK=1 AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run '$(SOAK_TESTS)' -v ./store ./supervisor ./test
 
 # The real MCP clients of the conformance tests (test/clients_test.go), pinned in
 # test/clients/package-lock.json, are installed with npm ci when they are missing or

@@ -9,13 +9,19 @@ import (
 )
 
 // cleanup removes what crashed operations left behind: half-built workspaces (marked by
-// <id>.creating), baseline staging (<storage>/<id>/stage-*) and host staging
+// <id>.creating), the temporary files of a killed atomic write of a record or marker
+// (.<id>.json.tmp-*, .<id>.creating.tmp-*), baseline staging (<storage>/<id>/stage-*) and host staging
 // (<source>/.autobox-sync-*). It runs at the start of every operation, under the lock,
 // so no live operation can own them. Failures are ignored: status never reports
 // leftovers, and the next operation tries again.
 func (s *Store) cleanup() {
 	ents, _ := os.ReadDir(s.stateDir)
 	for _, e := range ents {
+		if m := stateTemp.FindStringSubmatch(e.Name()); m != nil && validateID(m[1]) == nil {
+			// Only a process holding the lock writes these, so none is live now.
+			os.Remove(filepath.Join(s.stateDir, e.Name()))
+			continue
+		}
 		id, ok := strings.CutSuffix(e.Name(), ".creating")
 		if !ok || validateID(id) != nil {
 			continue
@@ -34,9 +40,21 @@ func (s *Store) cleanup() {
 	recs, _ := s.loadRecords()
 	for _, r := range recs {
 		removeMatching(r.dir(), baseStaging)
+		if src, err := openRoot(r.Source); err == nil {
+			names, _ := readNames(src.fd)
+			for _, n := range names {
+				if hostStaging.MatchString(n) {
+					restoreAsides(src, n)
+				}
+			}
+			src.Close()
+		}
 		removeMatching(r.Source, hostStaging)
 	}
 }
+
+// stateTemp matches writeFileAtomic's temporary files in the state directory.
+var stateTemp = regexp.MustCompile(`^\.(.+)\.(?:json|creating)\.tmp-[0-9]+$`)
 
 // removeMatching deletes the entries of dir whose names match re.
 func removeMatching(dir string, re *regexp.Regexp) {

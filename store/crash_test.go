@@ -126,9 +126,26 @@ func TestInterruptedCreateCleaned(t *testing.T) {
 	writeFile(t, filepath.Join(e.storage, half, "baseline"), "a.txt", "a")
 	os.WriteFile(filepath.Join(e.state, half+".creating"), []byte(e.storage), 0o600)
 
+	// A create killed inside writeFileAtomic leaves its temporary file.
+	var temps []string
+	for _, n := range []string{"." + half + ".creating.tmp-123", "." + done + ".json.tmp-456"} {
+		temps = append(temps, filepath.Join(e.state, n))
+		os.WriteFile(temps[len(temps)-1], []byte("partial"), 0o600)
+	}
+	unrelated := filepath.Join(e.state, ".notes.creating.tmp-1")
+	os.WriteFile(unrelated, nil, 0o600)
+
 	list, err := e.s.List(context.Background())
 	if err != nil || len(list) != 1 || list[0].ID != done {
 		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, p := range temps {
+		if exists(p) {
+			t.Errorf("leftover %s not removed", filepath.Base(p))
+		}
+	}
+	if !exists(unrelated) {
+		t.Error("a file not named after a workspace id was removed")
 	}
 	if exists(filepath.Join(e.storage, half)) || exists(filepath.Join(e.state, half+".creating")) {
 		t.Error("half-built workspace not removed")

@@ -211,7 +211,7 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &copier{ctx: ctx, cancel: cancel, ex: ex, allowCopy: rec.CopyMode == CopyModeAuto,
-		slots: make(chan struct{}, createWorkers-1), base: tree{}}
+		slots: make(chan struct{}, createWorkers-1), base: tree{}, source: rec.Source, storage: &root{fd: dirs[3], path: rec.dir()}}
 	c.fail(c.copyDir(dirs[0], dirs[1], dirs[2], ""))
 	if c.err != nil {
 		return nil, c.err
@@ -245,6 +245,8 @@ type copier struct {
 	slots          chan struct{} // extra goroutines that may run
 	cloned, copied atomic.Int64
 	memo           [2]cloneMemo // baseline, work
+	source         string       // hostPath, for messages
+	storage        *root        // where the copies go, for out-of-space messages
 
 	mu   sync.Mutex
 	err  error // the first failure; what build reports
@@ -438,7 +440,7 @@ func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (en
 			if !c.allowCopy && cloneUnsupported(err) {
 				return entry{}, cloneError(p, err)
 			}
-			return entry{}, fmt.Errorf("create: %q: %w", p, err)
+			return entry{}, c.copyError(p, err)
 		}
 		var st *unix.Stat_t
 		if i == 0 { // counts describe source-to-baseline files, as the seed's do
@@ -450,7 +452,7 @@ func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (en
 			}
 		}
 		if err := pf.finish(perm, opened.Mtim.Nano(), st); err != nil {
-			return entry{}, fmt.Errorf("create: %q: %w", p, err)
+			return entry{}, c.copyError(p, err)
 		}
 	}
 	if err := unix.Fstat(fd, &done); err != nil || !sameVersion(&opened, &done) {
@@ -460,6 +462,15 @@ func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (en
 }
 
 // copyLink copies a symlink as a link; its target is never followed.
+// copyError describes a failure copying source file p into the workspace; out of
+// space, it names the source file and the workspace storage's filesystem.
+func (c *copier) copyError(p string, err error) error {
+	if se := spaceIn(c.storage, err); se != nil {
+		return fmt.Errorf("create: copying %s into the workspace storage: %w", filepath.Join(c.source, p), se)
+	}
+	return fmt.Errorf("create: %q: %w", p, err)
+}
+
 func copyLink(src, base, work int, n, p string) (entry, error) {
 	target, err := readlinkAt(src, n)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/autobox-dev/autobox/internal/xfstest"
@@ -90,6 +92,15 @@ func runChild(role string) int {
 		}
 		fmt.Println("ok")
 		return 0
+	case "sync-kill": // sync, killing ourselves at step KILL_AT (see fault_test.go)
+		killAt, _ := strconv.Atoi(os.Getenv("KILL_AT"))
+		countSteps(func(n int, _ string) error {
+			if n == killAt {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+			return nil
+		})
+		return syncAndPrint(s)
 	case "sync": // sync, announcing on stdout when a few files are in, so the parent can kill us mid-way
 		n := 0
 		testHookApplied = func(string) {
@@ -97,16 +108,21 @@ func runChild(role string) int {
 				fmt.Println("progress")
 			}
 		}
-		res, err := s.Sync(context.Background(), os.Getenv("WORKSPACE_ID"))
-		if err != nil {
-			fmt.Println("error:", err)
-			return 1
-		}
-		json.NewEncoder(os.Stdout).Encode(res)
-		return 0
+		return syncAndPrint(s)
 	}
 	fmt.Fprintln(os.Stderr, "unknown child role", role)
 	return 2
+}
+
+// syncAndPrint syncs WORKSPACE_ID and prints the result for the parent.
+func syncAndPrint(s *Store) int {
+	res, err := s.Sync(context.Background(), os.Getenv("WORKSPACE_ID"))
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	json.NewEncoder(os.Stdout).Encode(res)
+	return 0
 }
 
 // child starts the test binary in a helper role.

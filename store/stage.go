@@ -55,7 +55,7 @@ func (a *applier) stageWindow(ctx context.Context, ops []op) int {
 		if sf.hostTmp != "" && sf.err == nil {
 			wg.Go(func() {
 				if err := fsyncAt(a.hostStage.fd, sf.hostTmp); err != nil {
-					sf.err = fmt.Errorf("writing %s to the host: %w", path, err)
+					sf.err = inUserWords(a.o.src, path, "writing %s to the host", err)
 				}
 			})
 		}
@@ -93,12 +93,16 @@ func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 		return
 	}
 	if o.host {
+		if err := step("stage " + o.path); err != nil {
+			sf.err = inUserWords(a.o.src, o.path, "writing %s to the host", err)
+			return
+		}
 		pf, err := placeFile(src, &st, a.hostStage.fd, sf.hostTmp, w.perm, true, &a.hostStage.memo)
 		if err == nil {
 			err = pf.finish(w.perm, w.mtime, nil)
 		}
 		if err != nil {
-			sf.err = fmt.Errorf("writing %s to the host: %w", o.path, err)
+			sf.err = inUserWords(a.o.src, o.path, "writing %s to the host", err)
 			return
 		}
 		sf.cloned = pf.cloned
@@ -108,7 +112,7 @@ func (a *applier) stageFile(o op, w entry, sf *stagedFile) {
 		err = pf.finish(w.perm, w.mtime, nil)
 	}
 	if err != nil {
-		sf.err = fmt.Errorf("updating baseline %s: %w", o.path, err)
+		sf.err = inUserWords(a.o.base, o.path, "updating baseline %s", err)
 		return
 	}
 	// Both copies are of the version the plan saw only if it did not change meanwhile.

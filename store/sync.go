@@ -75,7 +75,7 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 	}{false, r.WorkspaceID, changes, conflicts, applied})
 }
 
-const recovery = "Sync stopped part-way. The paths in applied were synced (each file atomically) and the rest were not; " +
+const recovery = "Sync stopped part-way. The paths in applied were synced and the rest were not: each path, a replaced directory included, is wholly old or wholly new on the host; " +
 	"the workspace is kept. Run status to see what remains, fix the cause, then sync again."
 
 // testHookApplied, when set by tests, runs after each host path is written or removed.
@@ -130,7 +130,8 @@ type applier struct {
 	staged         map[string]*stagedFile // files of the current window
 	removed        map[string]bool        // host paths removed in phase 1
 	touched        map[string]bool        // host directories to fsync at the end
-	left           map[string]int         // listed change → ops not yet done
+	left           map[string]int         // listed change → host ops not yet done
+	builds         map[string]*build      // host non-directories replaced by directories
 	applied        []string
 	cloned, copied int
 }
@@ -165,12 +166,13 @@ func (a *applier) run(ctx context.Context) (err error) {
 	if len(removals)+len(puts) == 0 {
 		return nil
 	}
+	a.planBuilds(puts)
 	if a.hostStage, err = newStage(a.o.src, ".autobox-sync-"); err != nil {
-		return fmt.Errorf("creating host staging directory: %w", err)
+		return inUserWords(a.o.src, "", "creating a staging directory in %s", err)
 	}
 	defer a.hostStage.remove()
 	if a.baseStage, err = newStage(a.o.dir, "stage-"); err != nil {
-		return fmt.Errorf("creating baseline staging directory: %w", err)
+		return inUserWords(a.o.dir, "", "creating a staging directory in %s", err)
 	}
 	defer a.baseStage.remove()
 	if err := dropManifest(a.o.dir); err != nil {
@@ -208,14 +210,8 @@ func (a *applier) applyAll(ctx context.Context, ops []op) (err error) {
 		if err != nil {
 			return err
 		}
-		if o.host {
-			if testHookApplied != nil {
-				testHookApplied(o.path)
-			}
-			rep := a.pl.report[o.path]
-			if a.left[rep]--; a.left[rep] == 0 {
-				a.applied = append(a.applied, rep)
-			}
+		if o.host && testHookApplied != nil {
+			testHookApplied(o.path)
 		}
 	}
 	return nil
@@ -275,8 +271,19 @@ func (a *applier) recheckHost(pfd int, name, p string, want entry, wantOK bool) 
 	return nil
 }
 
+// removeOne removes a host path the workspace deleted, or sets up the removal of a
+// directory it replaced. A directory goes in one rename (see replace.go), so the
+// entries beneath it have nothing left to do.
 func (a *applier) removeOne(o op) error {
 	if o.host {
+		if a.pl.report[o.path] != o.path {
+			a.hostDone(o.path) // beneath a removed directory: removed with it
+			return nil
+		}
+		if _, put := a.pl.work.get(o.path); put {
+			a.hostDone(o.path) // a directory replaced: swapped when the new entry is put
+			return nil
+		}
 		pfd, name, err := a.o.src.parent(o.path)
 		if err != nil {
 			return hostChanged(o.path, err.Error())
@@ -286,18 +293,18 @@ func (a *applier) removeOne(o op) error {
 		if err := a.recheckHost(pfd, name, o.path, h, true); err != nil {
 			return err
 		}
-		flag := 0
 		if h.isDir() {
-			flag = unix.AT_REMOVEDIR
+			err = a.removeHostDir(pfd, name, o.path)
+		} else if err = step("unlink " + o.path); err == nil {
+			err = unix.Unlinkat(pfd, name, 0)
 		}
-		if err := unix.Unlinkat(pfd, name, flag); errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
-			return hostChanged(o.path, "the directory holds entries the workspace does not know")
-		} else if err != nil {
+		if err != nil {
 			return fmt.Errorf("removing %s from the host: %w", o.path, err)
 		}
 		a.removed[o.path] = true
 		delete(a.touched, o.path) // nothing left to flush in a removed directory
 		a.touched[parentOf(o.path)] = true
+		a.hostDone(o.path)
 	}
 	return a.inBaseline(o.path, func(pfd int, name string) error { return removeAllAt(pfd, name) })
 }
@@ -315,12 +322,28 @@ func (a *applier) putOne(o op) error {
 			return err
 		}
 	}
+	var b *build
 	if o.host {
-		if err := a.putHost(o.path, w, sf); err != nil {
+		b = a.buildOf(o.path)
+		if err := a.putHost(o.path, w, sf, b); err != nil {
 			return err
 		}
+		a.hostDone(o.path)
 	}
-	return a.inBaseline(o.path, func(pfd int, name string) error {
+	base := func() error { return a.putBaseline(o.path, w, sf) }
+	if b == nil {
+		return base()
+	}
+	// Beneath a build, the baseline changes only once the build is swapped in.
+	b.base = append(b.base, base)
+	if b.left--; b.left == 0 {
+		return a.finishBuild(b)
+	}
+	return nil
+}
+
+func (a *applier) putBaseline(p string, w entry, sf *stagedFile) error {
+	return a.inBaseline(p, func(pfd int, name string) error {
 		cur, ok, err := lstatAt(pfd, name)
 		if err != nil {
 			return err
@@ -353,39 +376,41 @@ func (a *applier) recheckWork(p string, w entry) error {
 	return nil
 }
 
-func (a *applier) putHost(p string, w entry, sf *stagedFile) error {
-	pfd, name, err := a.o.src.parent(p)
+// putHost puts the working tree's p on the host: in place, swapped for a directory it
+// replaces, or into build b (nil when p is not beneath one).
+func (a *applier) putHost(p string, w entry, sf *stagedFile, b *build) error {
+	if b != nil && p == b.root {
+		b.name = a.hostStage.next()
+	}
+	pfd, name, err := a.hostParent(p, b)
 	if err != nil {
 		return hostChanged(p, err.Error())
 	}
 	defer unix.Close(pfd)
 	h, hok := a.pl.hostAt(p)
-	if a.removed[p] {
-		hok = false
+	if a.removed[p] || b != nil {
+		hok = false // beneath a build, nothing is there yet
 	}
 	if err := a.recheckHost(pfd, name, p, h, hok); err != nil {
 		return err
-	}
-	var have *entry
-	if hok {
-		have = &h
-	}
-	if hok && !h.isDir() && w.isDir() {
-		// A directory cannot be renamed over a file; the file goes first.
-		if err := unix.Unlinkat(pfd, name, 0); err != nil {
-			return fmt.Errorf("replacing %s on the host: %w", p, err)
-		}
-		have = nil
 	}
 	var tmp string
 	if sf != nil {
 		tmp = sf.hostTmp
 	}
-	err = put(pfd, name, w, tmp, have, a.hostStage)
+	if hok && h.isDir() && !w.isDir() {
+		err = a.replaceDir(pfd, name, p, w, tmp)
+	} else {
+		var have *entry
+		if hok {
+			have = &h
+		}
+		err = put(pfd, name, w, tmp, have, a.hostStage)
+	}
 	if errors.Is(err, unix.EEXIST) {
 		return hostChanged(p, "something appeared there")
 	} else if err != nil {
-		return fmt.Errorf("writing %s to the host: %w", p, err)
+		return inUserWords(a.o.src, p, "writing %s to the host", err)
 	}
 	if sf != nil {
 		if sf.cloned {
@@ -394,8 +419,26 @@ func (a *applier) putHost(p string, w entry, sf *stagedFile) error {
 			a.copied++
 		}
 	}
-	a.touched[parentOf(p)] = true
+	a.touched[parentOf(p)] = true // flushed at the end, when a build is in place
 	return nil
+}
+
+// replaceDir swaps host directory p (pfd/name) for w, a file staged as tmp or a link:
+// the directory is checked to hold only what the plan saw, then exchanged.
+func (a *applier) replaceDir(pfd int, name, p string, w entry, tmp string) error {
+	if w.typ == unix.S_IFLNK {
+		tmp = a.hostStage.next()
+		if err := step("symlink " + p); err != nil {
+			return err
+		}
+		if err := unix.Symlinkat(w.link, a.hostStage.fd, tmp); err != nil {
+			return &os.PathError{Op: "symlink", Path: name, Err: err}
+		}
+	}
+	if err := a.checkMoved(pfd, name, p); err != nil {
+		return err
+	}
+	return a.swapIn(pfd, name, p, tmp)
 }
 
 // put makes pfd/name match w, given what is there now (have, nil for nothing). Files
@@ -407,6 +450,9 @@ func put(pfd int, name string, w entry, tmp string, have *entry, st *stageDir) e
 	switch w.typ {
 	case unix.S_IFDIR:
 		if have == nil || !have.isDir() {
+			if err := step("mkdir " + name); err != nil {
+				return err
+			}
 			if err := unix.Mkdirat(pfd, name, 0o700); err != nil {
 				return &os.PathError{Op: "mkdir", Path: name, Err: err}
 			}
@@ -414,6 +460,9 @@ func put(pfd int, name string, w entry, tmp string, have *entry, st *stageDir) e
 		return fchmodDirAt(pfd, name, w.perm)
 	case unix.S_IFLNK:
 		tmp = st.next()
+		if err := step("symlink " + name); err != nil {
+			return err
+		}
 		if err := unix.Symlinkat(w.link, st.fd, tmp); err != nil {
 			return &os.PathError{Op: "symlink", Path: name, Err: err}
 		}
@@ -424,6 +473,9 @@ func put(pfd int, name string, w entry, tmp string, have *entry, st *stageDir) e
 	rename := unix.Renameat
 	if have == nil {
 		rename = renameNoReplace
+	}
+	if err := step("rename " + name); err != nil {
+		return err
 	}
 	if err := rename(st.fd, tmp, pfd, name); err != nil {
 		return &os.PathError{Op: "rename", Path: name, Err: err}
@@ -448,7 +500,7 @@ func (a *applier) inBaseline(p string, fn func(pfd int, name string) error) erro
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("updating baseline %s: %w", p, err)
+		return inUserWords(a.o.base, p, "updating baseline %s", err)
 	}
 	return nil
 }

@@ -60,3 +60,17 @@ func readDirents(fd int) ([]dirent, error) {
 	}
 	return out, err
 }
+
+// renameExchange swaps two entries atomically (any types, directories included).
+func renameExchange(olddir int, oldname string, newdir int, newname string) error {
+	return unix.RenameatxNp(olddir, oldname, newdir, newname, unix.RENAME_SWAP)
+}
+
+// mountOf names where the filesystem holding r is mounted.
+func mountOf(r *root) string {
+	var st unix.Statfs_t
+	if unix.Fstatfs(r.fd, &st) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(st.Mntonname[:])
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"errors"
 	"os"
 	"strconv"
@@ -97,4 +98,51 @@ func readDirents(fd int) ([]dirent, error) {
 var dtypeMode = [...]uint32{
 	unix.DT_REG: unix.S_IFREG, unix.DT_DIR: unix.S_IFDIR, unix.DT_LNK: unix.S_IFLNK, unix.DT_FIFO: unix.S_IFIFO,
 	unix.DT_SOCK: unix.S_IFSOCK, unix.DT_CHR: unix.S_IFCHR, unix.DT_BLK: unix.S_IFBLK, 255: 0,
+}
+
+// renameExchange swaps two entries atomically (any types, directories included).
+func renameExchange(olddir int, oldname string, newdir int, newname string) error {
+	return unix.Renameat2(olddir, oldname, newdir, newname, unix.RENAME_EXCHANGE)
+}
+
+// mountOf names where the filesystem holding r is mounted: the mount of r's device
+// (from /proc/self/mountinfo) that is the longest prefix of r's path.
+func mountOf(r *root) string {
+	var st unix.Stat_t
+	if unix.Fstat(r.fd, &st) != nil {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	dev := fmt.Sprintf("%d:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+	best := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[2] != dev {
+			continue
+		}
+		mnt := unescapeMount(f[4])
+		if (r.path == mnt || strings.HasPrefix(r.path, strings.TrimSuffix(mnt, "/")+"/")) && len(mnt) > len(best) {
+			best = mnt
+		}
+	}
+	return best
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -280,7 +280,7 @@ func (k *killSwitch) settle() string {
 // other limits. The returned func stops both and returns what the watchdog saw
 // the tree use.
 func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
-	timer := time.AfterFunc(c.timeout, func() { k.kill("timeout") })
+	timer := time.AfterFunc(c.timeout, func() { timeUp(t, k) })
 	watch := c.limits.watch(t, k.kill)
 	return func() policy.Usage {
 		timer.Stop()

@@ -42,7 +42,8 @@ type directCalls struct {
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]context.CancelCauseFunc{}, answered: make(chan struct{}, 1), direct: t.direct}
+	catchSIGPIPE()
+	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]context.CancelCauseFunc{}, answered: make(chan struct{}, 1), direct: t.direct, window: newWindow(MaxInFlight)}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
 	return c, nil
@@ -59,11 +60,13 @@ type lineConn struct {
 	incoming  chan readResult
 	closed    chan struct{}
 	closeOnce sync.Once
+	lostOnce  sync.Once // brokenpipe.go
 
 	pendingMu sync.Mutex
 	pending   map[any]context.CancelCauseFunc // requests read and not yet answered, by id; direct calls have their cancel func
 	writing   int                             // answers being written
 	answered  chan struct{}                   // signalled when a response is written
+	window    window                          // requests in flight (backpressure.go)
 
 	direct *directCalls
 	ctx    context.Context // parent of direct calls, cancelled when the session ends
@@ -91,6 +94,9 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 				derr = fmt.Errorf("parse error: %v", derr)
 			}
 			req, _ := msg.(*jsonrpc.Request)
+			if derr == nil && req != nil && req.ID.IsValid() && !c.window.acquire(c.closed) {
+				return
+			}
 			switch {
 			case derr != nil:
 				c.writeError(line, over, derr)
@@ -98,6 +104,7 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 				// Answered with id null, as the SDK does, so the error is not taken
 				// for the answer to the request in progress.
 				c.writeErrorResponse(json.RawMessage("null"), -32600, fmt.Sprintf("request id %v is already in use by a request in progress", req.ID.Raw()))
+				c.window.release()
 			default:
 				if req != nil && req.Method == "notifications/cancelled" {
 					c.cancelDirect(req)
@@ -444,6 +451,9 @@ func (c *lineConn) writeLine(b []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err := c.out.Write(append(b, '\n'))
+	if err != nil {
+		c.lost(err)
+	}
 	return err
 }
 
@@ -476,6 +486,7 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	c.writing++
 	c.pendingMu.Unlock()
 	err = c.writeLine(b)
+	c.window.release()
 	c.pendingMu.Lock()
 	c.writing--
 	c.pendingMu.Unlock()

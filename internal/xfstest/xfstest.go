@@ -66,14 +66,19 @@ func MountXFS(dir string, size int64) (mnt string, unmount func() error, err err
 // MountTmpfs mounts a fresh tmpfs at dir/tmpfs; tmpfs has no FICLONE, so it exercises
 // the EOPNOTSUPP path whatever filesystem the temp directory is on.
 func MountTmpfs(dir string) (mnt string, unmount func() error, err error) {
+	return MountTmpfsSized(filepath.Join(dir, "tmpfs"), 256<<20)
+}
+
+// MountTmpfsSized mounts a tmpfs of size bytes at mnt, made if missing: a small one
+// runs out of space on purpose.
+func MountTmpfsSized(mnt string, size int64) (string, func() error, error) {
 	if err := checkRoot(); err != nil {
 		return "", nil, err
 	}
-	mnt = filepath.Join(dir, "tmpfs")
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return "", nil, err
 	}
-	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=256m,mode=0755"); err != nil {
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
 		return "", nil, unavailable("mount tmpfs: %v", err)
 	}
 	return mnt, func() error { return umount(mnt) }, nil
