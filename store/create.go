@@ -71,6 +71,12 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*CreateResult, e
 	if err := writeFileAtomic(s.pendingPath(rec.ID), []byte(rec.Storage)); err != nil {
 		return nil, fmt.Errorf("create: marking creation in progress: %w", err)
 	}
+	// Again now that the marker is written: a call that registers a read-write
+	// mount from now on sees the marker (held.go).
+	if err := s.checkStorage(rec.Storage); err != nil {
+		os.Remove(s.pendingPath(rec.ID))
+		return nil, err
+	}
 	res, err := s.build(ctx, rec, ex)
 	if err == nil {
 		err = s.saveRecord(rec)
@@ -131,6 +137,9 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 		if policy.Within(src, m) || policy.Within(m, src) {
 			return nil, nil, invalidf("hostPath %s overlaps autobox-managed %s (workspace records or storage)", src, m)
 		}
+	}
+	if err := s.checkStorage(storage); err != nil {
+		return nil, nil, err
 	}
 	if err := os.Mkdir(storage, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, nil, fmt.Errorf("creating storagePath: %w", err)
