@@ -108,6 +108,9 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return nil, nil, invalidf("hostPath %q is not a directory", req.HostPath)
 	}
+	if msg := policy.LinkProblem("hostPath", req.HostPath, src); msg != "" {
+		return nil, nil, invalidf("%s", msg)
+	}
 	if !path.IsAbs(req.SandboxPath) || strings.ContainsRune(req.SandboxPath, 0) {
 		return nil, nil, invalidf("sandboxPath %q must be an absolute path such as /mnt/project", req.SandboxPath)
 	}
@@ -170,7 +173,11 @@ func (s *Store) resolveStorage(p string) (string, error) {
 		if !fi.IsDir() {
 			return "", invalidf("storagePath %q is not a directory", p)
 		}
-		return filepath.EvalSymlinks(p)
+		real, err := filepath.EvalSymlinks(p)
+		if msg := policy.LinkProblem("storagePath", p, real); err == nil && msg != "" {
+			return "", invalidf("%s", msg)
+		}
+		return real, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("storagePath %q: %w", p, err)
 	}
@@ -180,6 +187,9 @@ func (s *Store) resolveStorage(p string) (string, error) {
 	}
 	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
 		return "", invalidf("storagePath %q: parent %s is not a directory", p, parent)
+	}
+	if msg := policy.LinkProblem("storagePath", filepath.Dir(p), parent); msg != "" {
+		return "", invalidf("%s", msg)
 	}
 	return filepath.Join(parent, filepath.Base(p)), nil
 }
