@@ -158,7 +158,7 @@ func (e *env) printSessions(out *supervisor.SessionOutput) error {
 			if s.TTY {
 				state += " (tty)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, state, ms(s.AgeMs), ms(s.IdleMs), s.Command)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, state, ms(s.AgeMs), ms(s.IdleMs), shown(s.Command))
 		}
 	}
 	tw.Flush()
