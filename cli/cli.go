@@ -123,7 +123,7 @@ func (e *env) errorCode(err error) int {
 // fail reports an error of a call, in the command line's words (see words), and
 // returns its exit status.
 func (e *env) fail(cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "autobox %s: %s\n", cmd, wordsOf(cmd).say(err.Error()))
+	fmt.Fprintf(e.stderr, "autobox %s: %s\n", cmd, escapeText(wordsOf(cmd).say(err.Error())))
 	return e.errorCode(err)
 }
 
@@ -310,16 +310,22 @@ func parseMount(v string) (policy.MountSpec, error) {
 	return spec, nil
 }
 
-// absPath makes a host path given on the command line absolute.
+// absPath makes a host path given on the command line absolute, relative to
+// the working directory's canonical path: where the user stands is theirs
+// (a link in $PWD is not a call's), while what they typed after it is checked
+// for links like any host path (policy.NotCanonical).
 func absPath(p string) (string, error) {
 	if p == "" || filepath.IsAbs(p) {
 		return p, nil
 	}
-	a, err := filepath.Abs(p)
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
 	if err != nil {
 		return "", fmt.Errorf("making %s absolute: %w", p, err)
 	}
-	return a, nil
+	return filepath.Join(wd, p), nil
 }
 
 // limitFlags are the flags execute_js and exec_command share.

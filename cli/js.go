@@ -84,7 +84,7 @@ func (e *env) js(args []string) int {
 		if out.Error != nil {
 			msg = *out.Error
 		}
-		fmt.Fprintf(e.stderr, "autobox js: %s\n", wordsOf("js").say(msg))
+		fmt.Fprintf(e.stderr, "autobox js: %s\n", escapeText(wordsOf("js").say(msg)))
 		return e.jsStatus(out)
 	}
 	if str, ok := stringResult(out.Result); ok && *raw {

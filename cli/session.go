@@ -15,8 +15,9 @@ import (
 // started it, and a command line's process ends with its command: so
 // `autobox exec --yield` hands the call to a session server, an autobox process
 // of the user's own that it starts when none is running (`autobox session
-// serve`, listening on a unix socket in the state dir, which only the same user
-// may use), and `autobox session ...` talk to it. The server ends a few seconds
+// serve`, listening on an abstract unix socket named in the state dir, which
+// only the same user, and no sandboxed process, may use), and
+// `autobox session ...` talk to it. The server ends a few seconds
 // after its last session; its sessions end with it. Sessions of an MCP server
 // are that server's: their ids mean nothing here, and these mean nothing there.
 
@@ -39,8 +40,10 @@ the exec_session tool does:
   serve    run the session server in the foreground (exec --yield starts one itself)
 
 Sessions live in a session server of your own, one per state dir
-($AUTOBOX_STATE_DIR), reached through $AUTOBOX_STATE_DIR/sessions.sock; it ends a
-few seconds after its last session, and its sessions end with it. They do not
+($AUTOBOX_STATE_DIR), on an abstract unix socket that $AUTOBOX_STATE_DIR/sessions.lock
+names; it serves your uid only and never a sandboxed process (a command run by
+autobox cannot drive autobox). It ends a few seconds after its last session, and
+its sessions end with it. They do not
 cross to other servers: an MCP server's session ids are unknown here. A session
 ends at its --timeout, on close, after 10 minutes without a call, and with the
 session server.
@@ -155,7 +158,7 @@ func (e *env) printSessions(out *supervisor.SessionOutput) error {
 			if s.TTY {
 				state += " (tty)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, state, ms(s.AgeMs), ms(s.IdleMs), s.Command)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, state, ms(s.AgeMs), ms(s.IdleMs), shown(s.Command))
 		}
 	}
 	tw.Flush()

@@ -23,18 +23,23 @@ import (
 	"github.com/autobox-dev/autobox/supervisor"
 )
 
-// The session server (see session.go): one per state dir, found by its socket,
-// kept single by a lock file it holds while it runs, started by the first
-// `exec --yield` that finds none. Each connection carries one call: a request
+// The session server (see session.go): one per state dir, kept single by a
+// lock file it holds while it runs, which names its pid and the abstract
+// socket it listens on (see sessionpeer_linux.go for why abstract), started by
+// the first `exec --yield` that finds none. Each connection carries one call: a request
 // line, then a reply line; a connection that closes before its reply cancels
 // the call (a session being started ends).
 //
 //	autobox exec --yield          session server (autobox session serve)
-//	  connect sessions.sock ─ fails ─▶ (start it: setsid, stdin/out /dev/null,
-//	                                    stderr sessions.log, ready pipe as fd 3)
+//	  read sessions.lock, connect @name,
+//	  check the peer's pid and uid ─ fails ─▶ (start it: setsid, stdin/out
+//	                                    /dev/null, stderr sessions.log, ready
+//	                                    pipe as fd 3)
 //	                         ◀── "ok" on the ready pipe, once it listens
 //	  {"tool", "arguments"} ───────▶ the tool's method, as an MCP call runs it
 //	                         ◀── {"result"} or {"error"}
+//	                              (a peer of another uid, or one that runs
+//	                              sandboxed, gets {"error"} and nothing else)
 
 const (
 	// sessionLinger is how long a session server with no session waits for one
@@ -45,7 +50,7 @@ const (
 )
 
 // sessionFiles are the session server's files in the state dir.
-type sessionFiles struct{ dir, sock, lock, log string }
+type sessionFiles struct{ dir, lock, log string }
 
 func sessionFilesOf() (sessionFiles, error) {
 	st, err := store.Open(store.Options{})
@@ -53,11 +58,7 @@ func sessionFilesOf() (sessionFiles, error) {
 		return sessionFiles{}, err
 	}
 	dir := st.StateDir()
-	f := sessionFiles{dir: dir, sock: filepath.Join(dir, "sessions.sock"), lock: filepath.Join(dir, "sessions.lock"), log: filepath.Join(dir, "sessions.log")}
-	if len(f.sock) >= len(unix.RawSockaddrUnix{}.Path) {
-		return f, fmt.Errorf("the session server's socket %s is too long a path for a unix socket: set AUTOBOX_STATE_DIR to a shorter one", f.sock)
-	}
-	return f, nil
+	return sessionFiles{dir: dir, lock: filepath.Join(dir, "sessions.lock"), log: filepath.Join(dir, "sessions.log")}, nil
 }
 
 // sessionCall makes one call to the session server, starting one for
@@ -71,14 +72,15 @@ func (e *env) sessionCall(tool string, in any) (*supervisor.SessionOutput, error
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.Dial("unix", f.sock)
-	if err != nil {
+	conn, err := dialSession(f)
+	if errors.Is(err, errNoServer) {
 		if tool != "exec_command" {
 			return noSessionServer(in, f)
 		}
-		if conn, err = startSessionServer(f); err != nil {
-			return nil, err
-		}
+		conn, err = startSessionServer(f)
+	}
+	if err != nil {
+		return nil, err
 	}
 	defer conn.Close()
 	// Interrupted, this process closes the connection: the server cancels the
@@ -122,7 +124,7 @@ func noSessionServer(in any, f sessionFiles) (*supervisor.SessionOutput, error) 
 // startSessionServer starts a session server and connects to it. Another
 // process may be starting one at the same moment: the one that gets the lock
 // serves, and both connect to it.
-func startSessionServer(f sessionFiles) (net.Conn, error) {
+func startSessionServer(f sessionFiles) (*net.UnixConn, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the autobox binary: %w", err)
@@ -158,9 +160,9 @@ func startSessionServer(f sessionFiles) (net.Conn, error) {
 	}
 	// "running": another one holds the lock and is about to listen, if it does
 	// not already.
-	var conn net.Conn
+	var conn *net.UnixConn
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if conn, err = net.Dial("unix", f.sock); err == nil || time.Now().After(deadline) {
+		if conn, err = dialSession(f); !errors.Is(err, errNoServer) || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -204,18 +206,22 @@ func (e *env) serveSessions(readyFD int) int {
 		return fail(err)
 	}
 	defer s.Close()
-	_ = os.Remove(f.sock) // a server that died left it; the lock says none runs
-	l, err := net.Listen("unix", f.sock)
+	name, err := newSessionName()
 	if err != nil {
-		return fail(fmt.Errorf("listening on %s: %w", f.sock, err))
-	}
-	defer os.Remove(f.sock)
-	if err := os.Chmod(f.sock, 0o600); err != nil {
-		l.Close()
 		return fail(err)
 	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: "@" + name, Net: "unix"})
+	if err != nil {
+		return fail(fmt.Errorf("listening on the abstract unix socket @%s: %w", name, err))
+	}
+	if err := writeSessionAddr(lock, sessionAddr{pid: os.Getpid(), name: name}); err != nil {
+		l.Close()
+		return fail(fmt.Errorf("recording the session server's address in %s: %w", f.lock, err))
+	}
+	defer lock.Truncate(0)
+	self, _ := os.Executable()
 	ready("ok")
-	srv := &sessionServer{s: s, uid: os.Getuid(), last: time.Now()}
+	srv := &sessionServer{s: s, uid: os.Getuid(), self: self, last: time.Now()}
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	go func() {
@@ -239,9 +245,10 @@ func (e *env) serveSessions(readyFD int) int {
 
 // sessionServer serves the calls of a session server.
 type sessionServer struct {
-	s   *supervisor.Server
-	uid int
-	wg  sync.WaitGroup
+	s    *supervisor.Server
+	uid  int
+	self string // this binary, to know its sandbox roles in a peer's ancestry
+	wg   sync.WaitGroup
 
 	mu     sync.Mutex
 	active int       // calls in progress
@@ -342,23 +349,18 @@ func (v *sessionServer) call(ctx context.Context, req *sessionRequest) (*supervi
 	return nil, fmt.Errorf("unknown tool %q: the session server takes exec_command and exec_session", req.Tool)
 }
 
-// checkPeer refuses a connection from another user (the socket's mode should
-// already have).
+// checkPeer refuses a connection from another user, and from any process
+// that runs under an autobox sandbox (see sessionpeer_linux.go).
 func (v *sessionServer) checkPeer(conn *net.UnixConn) error {
-	rc, err := conn.SyscallConn()
+	cred, err := peerCred(conn)
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := rc.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return credErr
-	}
 	if int(cred.Uid) != v.uid {
 		return fmt.Errorf("the session server serves uid %d only", v.uid)
+	}
+	if why := sandboxedPeer(int(cred.Pid), v.self); why != "" {
+		return fmt.Errorf("the session server refuses sandboxed processes: %s", why)
 	}
 	return nil
 }

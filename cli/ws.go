@@ -145,9 +145,9 @@ func (e *env) printWorkspace(res any) error {
 	case *store.CreateResult:
 		fmt.Fprintln(w, r.WorkspaceID)
 		fmt.Fprintf(e.stderr, "created workspace %s for %s: %d files cloned, %d copied; edit it with --workspace %s\n",
-			r.WorkspaceID, r.SandboxPath, r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
+			r.WorkspaceID, shown(r.SandboxPath), r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
 	case *store.StatusResult:
-		fmt.Fprintf(w, "workspace %s at %s\n", r.WorkspaceID, r.SandboxPath)
+		fmt.Fprintf(w, "workspace %s at %s\n", r.WorkspaceID, shown(r.SandboxPath))
 		printChanges(w, r.Changes)
 		printConflicts(w, r.Conflicts)
 	case *store.SyncResult:
@@ -156,12 +156,12 @@ func (e *env) printWorkspace(res any) error {
 			fmt.Fprintf(w, "synced %d of %d changes (%d files cloned, %d copied)\n", len(r.Applied), len(r.Changes), r.ClonedFiles, r.CopiedFiles)
 			printChanges(w, r.Changes)
 		case r.Error != "":
-			fmt.Fprintf(w, "sync stopped part-way: %s\n", r.Error)
+			fmt.Fprintf(w, "sync stopped part-way: %s\n", escapeText(r.Error))
 			fmt.Fprintf(w, "applied (%d):\n", len(r.Applied))
 			for _, p := range r.Applied {
-				fmt.Fprintf(w, "  %s\n", p)
+				fmt.Fprintf(w, "  %s\n", shown(p))
 			}
-			fmt.Fprintln(w, r.Recovery)
+			fmt.Fprintln(w, escapeText(r.Recovery))
 		default:
 			fmt.Fprintln(w, "sync refused: conflicts; nothing was applied")
 			printChanges(w, r.Changes)
@@ -183,7 +183,7 @@ func printChanges(w io.Writer, changes []store.Change) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACTION\tPATH")
 	for _, c := range changes {
-		fmt.Fprintf(tw, "%s\t%s\n", c.Action, c.Path)
+		fmt.Fprintf(tw, "%s\t%s\n", c.Action, shown(c.Path))
 	}
 	tw.Flush()
 }
@@ -195,7 +195,7 @@ func printConflicts(w io.Writer, conflicts []store.Conflict) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nCONFLICT\tWORKSPACE\tHOST\tREASON\n")
 	for _, c := range conflicts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Path, orDash(string(c.Workspace)), orDash(string(c.Host)), c.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shown(c.Path), orDash(string(c.Workspace)), orDash(string(c.Host)), escapeText(c.Reason))
 	}
 	tw.Flush()
 }
@@ -208,11 +208,11 @@ func printList(w io.Writer, sums []store.Summary, now time.Time) error {
 		unsynced := "no"
 		switch {
 		case s.Error != "":
-			unsynced = "unknown: " + s.Error
+			unsynced = "unknown: " + escapeText(s.Error)
 		case s.Dirty:
 			unsynced = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Source, s.SandboxPath, age(now.Sub(s.Created)), unsynced)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, shown(s.Source), shown(s.SandboxPath), age(now.Sub(s.Created)), unsynced)
 	}
 	tw.Flush()
 	return ew.err

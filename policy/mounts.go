@@ -107,6 +107,9 @@ func resolveOne(s MountSpec, lookup WorkspaceLookup, managed []string) (Mount, e
 	if err != nil {
 		return Mount{}, fmt.Errorf("hostPath: %w", err)
 	}
+	if err := NotCanonical("hostPath", s.HostPath, host); err != nil {
+		return Mount{}, err
+	}
 	// Nothing may be mounted from inside autobox's own storage, and nothing that
 	// holds it may be mounted writable (a call could then rewrite workspace records or
 	// baselines behind sync's back). A read-only mount of, say, the home directory that

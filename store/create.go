@@ -71,6 +71,12 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*CreateResult, e
 	if err := writeFileAtomic(s.pendingPath(rec.ID), []byte(rec.Storage)); err != nil {
 		return nil, fmt.Errorf("create: marking creation in progress: %w", err)
 	}
+	// Again now that the marker is written: a call that registers a read-write
+	// mount from now on sees the marker (held.go).
+	if err := s.checkStorage(rec.Storage); err != nil {
+		os.Remove(s.pendingPath(rec.ID))
+		return nil, err
+	}
 	res, err := s.build(ctx, rec, ex)
 	if err == nil {
 		err = s.saveRecord(rec)
@@ -102,6 +108,9 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return nil, nil, invalidf("hostPath %q is not a directory", req.HostPath)
 	}
+	if msg := policy.LinkProblem("hostPath", req.HostPath, src); msg != "" {
+		return nil, nil, invalidf("%s", msg)
+	}
 	if !path.IsAbs(req.SandboxPath) || strings.ContainsRune(req.SandboxPath, 0) {
 		return nil, nil, invalidf("sandboxPath %q must be an absolute path such as /mnt/project", req.SandboxPath)
 	}
@@ -132,6 +141,9 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 			return nil, nil, invalidf("hostPath %s overlaps autobox-managed %s (workspace records or storage)", src, m)
 		}
 	}
+	if err := s.checkStorage(storage); err != nil {
+		return nil, nil, err
+	}
 	if err := os.Mkdir(storage, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, nil, fmt.Errorf("creating storagePath: %w", err)
 	}
@@ -161,7 +173,11 @@ func (s *Store) resolveStorage(p string) (string, error) {
 		if !fi.IsDir() {
 			return "", invalidf("storagePath %q is not a directory", p)
 		}
-		return filepath.EvalSymlinks(p)
+		real, err := filepath.EvalSymlinks(p)
+		if msg := policy.LinkProblem("storagePath", p, real); err == nil && msg != "" {
+			return "", invalidf("%s", msg)
+		}
+		return real, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("storagePath %q: %w", p, err)
 	}
@@ -171,6 +187,9 @@ func (s *Store) resolveStorage(p string) (string, error) {
 	}
 	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
 		return "", invalidf("storagePath %q: parent %s is not a directory", p, parent)
+	}
+	if msg := policy.LinkProblem("storagePath", filepath.Dir(p), parent); msg != "" {
+		return "", invalidf("%s", msg)
 	}
 	return filepath.Join(parent, filepath.Base(p)), nil
 }

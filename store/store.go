@@ -89,6 +89,7 @@ type Store struct {
 	defaultStorage string
 	lockPath       string
 	sem            chan struct{} // in-process half of the operation lock
+	held           holds         // this process's read-write mounts (held.go)
 }
 
 // Workspace is what an execution needs to mount a workspace.

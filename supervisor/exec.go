@@ -61,6 +61,7 @@ type ExecOutput struct {
 	SessionID       string        `json:"sessionId,omitempty" jsonschema:"the session, while running is true"`
 	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
 	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
+	Mounts          []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the command ran with, each with the host directory it resolved to"`
 }
 
 // execCall is a validated exec_command call.
@@ -191,7 +192,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if pc != nil {
 		defer pc.Close()
 	}
-	out := &ExecOutput{}
+	out := &ExecOutput{Mounts: reportMounts(c.mounts)}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
 	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
 	so, err := stdout.open()

@@ -44,6 +44,7 @@ type JSOutput struct {
 	ReadBytes  int64         `json:"readBytes" jsonschema:"bytes read through host.readFile"`
 	WriteBytes int64         `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
 	Network    *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts fetched from and the connections refused, with why"`
+	Mounts     []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the code ran with, each with the host directory it resolved to"`
 }
 
 // jsCall is a validated execute_js call.
@@ -110,7 +111,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	defer s.pool.done(w)
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	defer b.close()
-	out := &JSOutput{Logs: []string{}}
+	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts)}
 	if c.net.proxied() {
 		pc, err := s.proxyFor(ctx, c.net)
 		if err != nil {

@@ -234,6 +234,7 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	if !a.Running {
 		out.SessionID = "" // the ordinary result: the session is gone
 	}
+	out.Mounts = reportMounts(c.mounts)
 	return out, nil
 }
 

@@ -184,12 +184,27 @@ func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (fun
 
 // enter begins a validated execution: it counts the call as in flight (Close waits for
 // it) and holds the workspace lock if it mounts a workspace. leave undoes both.
+//
+// It also registers the call's read-write host mounts with the store for as long
+// as the call (or session) lives, so that no workspace storage is created inside
+// one, and re-checks them against storage created meanwhile (store/held.go).
 func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func(), err error) {
+	var rw []string
+	for _, m := range mounts {
+		if m.Writable && m.WorkspaceID == "" {
+			rw = append(rw, m.Host)
+		}
+	}
+	release, err := s.store.HoldWritable(rw)
+	if err != nil {
+		return nil, err
+	}
 	s.inflight.Add(1)
 	unlock, err := s.lockWorkspaces(ctx, mounts)
 	if err != nil {
 		s.inflight.Done()
+		release()
 		return nil, err
 	}
-	return func() { unlock(); s.inflight.Done() }, nil
+	return func() { unlock(); release(); s.inflight.Done() }, nil
 }

@@ -200,6 +200,8 @@ func main() {
 		if err == nil {
 			fmt.Println("ok attached")
 		}
+	case "session-list":
+		err = sessionList(a[0])
 	case "unshare":
 		err = syscall.Unshare(syscall.CLONE_NEWUSER)
 		if err == nil {

@@ -1,0 +1,226 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// Writable mounts held by running calls, for every autobox process of a state
+// dir. A workspace's storage and records must never be inside anything a call
+// can write, now or later: a session with a rw mount of /proj could otherwise
+// rewrite a workspace created with storagePath /proj/ws, baseline included,
+// after `status` was reviewed and before `sync` applies it.
+//
+//   - A call's rw mounts may not overlap the state dir or any storage a record
+//     or a create in progress names (policy.ResolveMounts, and again here once
+//     the mounts are registered).
+//   - A create may not put its storage inside or around the state dir or any
+//     rw mount a running call holds, in this process or another (an MCP
+//     server, the command line's session server, `autobox exec`).
+//
+// Each process registers what it holds in <state>/held/<pid>-<random>.json
+// (replaced atomically) next to a .lock file it keeps flock'ed while it lives;
+// a reader that can lock a .lock file knows its holder is gone and ignores
+// (and removes) its files. A create writes its pending marker before it reads
+// the registry, and a call registers its mounts before it reads the records
+// and markers again, so of a create and a call that race, one sees the other.
+
+// heldDir is where processes register their writable mounts.
+func (s *Store) heldDir() string { return filepath.Join(s.stateDir, "held") }
+
+// holds is this process's registration.
+type holds struct {
+	mu    sync.Mutex
+	count map[string]int // canonical host path -> calls holding it rw
+	base  string         // <heldDir>/<pid>-<random>, without extension
+	lock  *os.File       // flock'ed while this process lives
+}
+
+// HoldWritable registers paths (canonical host directories a call mounts
+// read-write) as held until release is called, and refuses them if one
+// overlaps the state dir, a workspace's storage or a create in progress.
+func (s *Store) HoldWritable(paths []string) (release func(), err error) {
+	if len(paths) == 0 {
+		return func() {}, nil
+	}
+	h := &s.held
+	h.mu.Lock()
+	if h.count == nil {
+		h.count = map[string]int{}
+	}
+	for _, p := range paths {
+		h.count[p]++
+	}
+	err = s.writeHeldLocked()
+	h.mu.Unlock()
+	release = func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, p := range paths {
+			if h.count[p]--; h.count[p] <= 0 {
+				delete(h.count, p)
+			}
+		}
+		_ = s.writeHeldLocked()
+	}
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("registering read-write mounts in %s: %w", s.heldDir(), err)
+	}
+	managed := append(s.ManagedPaths(), s.pendingStorages()...)
+	for _, p := range paths {
+		for _, m := range managed {
+			if policy.Within(p, m) || policy.Within(m, p) {
+				release()
+				return nil, invalidf("read-write hostPath %s overlaps autobox-managed %s (the state directory, or a workspace's storage): a call must never be able to write workspace records or storage", p, m)
+			}
+		}
+	}
+	return release, nil
+}
+
+// writeHeldLocked writes this process's registration (h.mu held).
+func (s *Store) writeHeldLocked() error {
+	h := &s.held
+	if h.lock == nil {
+		if len(h.count) == 0 {
+			return nil
+		}
+		if err := os.MkdirAll(s.heldDir(), 0o700); err != nil {
+			return err
+		}
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		base := filepath.Join(s.heldDir(), fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(b[:])))
+		f, err := os.OpenFile(base+".lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			return err
+		}
+		h.lock, h.base = f, base
+	}
+	list := make([]string, 0, len(h.count))
+	for p := range h.count {
+		list = append(list, p)
+	}
+	sort.Strings(list)
+	b, _ := json.Marshal(list)
+	return writeFileAtomic(h.base+".json", b)
+}
+
+// heldWritable lists the read-write mounts that live calls of every process
+// hold, each with who holds it.
+func (s *Store) heldWritable() (map[string]string, error) {
+	ents, err := os.ReadDir(s.heldDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.held.mu.Lock()
+	own := s.held.base
+	s.held.mu.Unlock()
+	out := map[string]string{}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		base := filepath.Join(s.heldDir(), name)
+		if base != own && !holderAlive(base) {
+			os.Remove(base + ".json")
+			os.Remove(base + ".lock")
+			continue
+		}
+		b, err := os.ReadFile(base + ".json")
+		if err != nil {
+			continue // replaced or removed meanwhile
+		}
+		var list []string
+		if json.Unmarshal(b, &list) != nil {
+			continue
+		}
+		pid, _, _ := strings.Cut(name, "-")
+		for _, p := range list {
+			out[p] = "process " + pid
+		}
+	}
+	return out, nil
+}
+
+// holderAlive says whether the process that registered base still holds its
+// lock. A lock that cannot be opened counts as held: the check fails closed.
+func holderAlive(base string) bool {
+	f, err := os.OpenFile(base+".lock", os.O_RDWR, 0)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return true
+	}
+	return false
+}
+
+// pendingStorages are the storage roots of creates in progress.
+func (s *Store) pendingStorages() []string {
+	ents, _ := os.ReadDir(s.stateDir)
+	var out []string
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".creating") {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(s.stateDir, e.Name())); err == nil && filepath.IsAbs(string(b)) {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// checkStorage refuses a storage root inside or around the state dir or a
+// read-write mount a live call holds.
+func (s *Store) checkStorage(storage string) error {
+	if policy.Within(storage, s.stateDir) || policy.Within(s.stateDir, storage) {
+		return invalidf("storagePath %s overlaps the state directory %s: workspace storage must be out of reach of every call", storage, s.stateDir)
+	}
+	// Inside another workspace's storage root (its working tree, which calls
+	// write, is there); sharing the root is what the default storage does.
+	for _, m := range s.ManagedPaths() {
+		if m != storage && m != s.stateDir && policy.Within(storage, m) {
+			return invalidf("storagePath %s is inside %s, the storage of other workspaces (their working trees are written by calls): choose a directory outside it, or that directory itself", storage, m)
+		}
+	}
+	held, err := s.heldWritable()
+	if err != nil {
+		return fmt.Errorf("reading the read-write mounts of running calls: %w", err)
+	}
+	paths := make([]string, 0, len(held))
+	for p := range held {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if policy.Within(storage, p) || policy.Within(p, storage) {
+			return invalidf("storagePath %s overlaps %s, which a running call or session (of %s) has mounted read-write: it could rewrite the workspace behind its review; choose storage outside every read-write mount", storage, p, held[p])
+		}
+	}
+	return nil
+}

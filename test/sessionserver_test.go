@@ -1,0 +1,96 @@
+//go:build linux
+
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSessionServerNotFromSandbox (issue 20, item 2): the command line's
+// session server answers its user from outside, never a sandboxed process of
+// the same uid. A command with allowNetwork and a read-only mount of the home
+// directory that holds the state dir tries the server's socket by every name it could learn (the old path
+// socket in the state dir, the abstract name the lock file records), over MCP
+// and on the command line, in every server mode; the same probe run outside
+// the sandbox is the positive control.
+func TestSessionServerNotFromSandbox(t *testing.T) {
+	requireSandbox(t)
+	h := newCLIHome(t)
+	h.sessions = true
+	r := h.run("", "exec", "--yield", "0", "--timeout", "1m", "--", "sleep", "60")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "s-") {
+		t.Fatalf("exec --yield: %s", r)
+	}
+	t.Cleanup(func() {
+		h.run("", "session", "close", id)
+		for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the session server did not end: %v", procsOf(bin))
+				return
+			}
+		}
+	})
+	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+
+	// Every address a command could try, as the host names it and as the
+	// command does through its mount of the home directory.
+	type addr struct{ host, inside string }
+	addrs := []addr{{filepath.Join(h.state, "sessions.sock"), "/mnt/home/state/sessions.sock"}}
+	if b, err := os.ReadFile(filepath.Join(h.state, "sessions.lock")); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			addrs = append(addrs, addr{"@" + f[1], "@" + f[1]})
+		}
+	}
+	reached := 0
+	for _, a := range addrs {
+		out, _ := exec.Command(filepath.Join(toolsDir, "probe"), "session-list", a.host).CombinedOutput()
+		if strings.HasPrefix(string(out), "ok") {
+			reached++
+			if !strings.Contains(string(out), id) {
+				t.Errorf("the session server at %s, from outside: %s", a.host, out)
+			}
+		}
+	}
+	if reached == 0 {
+		t.Fatalf("positive control: the session server is reachable from outside at none of %v", addrs)
+	}
+
+	home := map[string]any{"hostPath": h.dir, "sandboxPath": "/mnt/home", "mode": "ro"}
+	on := map[string]any{"allowNetwork": true}
+	for _, m := range serverModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			s := startEnv(t, m.env)
+			for _, a := range addrs {
+				wantDenied(t, "the session server at "+a.inside+" over MCP", s.probe([]map[string]any{home}, on, "session-list", a.inside))
+			}
+		})
+	}
+	for _, a := range addrs {
+		r := h.run("", "exec", "--network", "--mount", toolsDir+":/mnt/tools", "--mount", h.dir+":/mnt/home", "--", "/mnt/tools/probe", "session-list", a.inside)
+		if r.code != 1 || !strings.HasPrefix(r.stdout, "denied:") {
+			t.Errorf("the session server at %s from autobox exec: want denied, got %s", a.inside, r)
+		}
+	}
+	// A native task harness runs under the same sandbox, with network.
+	repo := filepath.Join(h.dir, "repo")
+	for _, argv := range [][]string{{"git", "init", "-q", repo}, {"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "--allow-empty", "-m", "initial"}} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+	}
+	for _, a := range addrs {
+		r := h.run("", "task", "run", "--kind", "native", "--project", repo, "--tasks-dir", filepath.Join(h.dir, "tasks"), "--id", "probe",
+			"--ro", toolsDir, "--ro", h.state, "--", filepath.Join(toolsDir, "probe"), "session-list", a.host)
+		if r.code != 1 || !strings.HasPrefix(r.stdout, "denied:") {
+			t.Errorf("the session server at %s from a native task harness: want denied, got %s", a.host, r)
+		}
+	}
+	// The session is untouched, and the server still answers its user.
+	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+}
