@@ -475,11 +475,7 @@ func TestCLISession(t *testing.T) {
 
 	// The server ends a few seconds after its last session, and takes nothing
 	// with it that it should not have left.
-	for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the session server did not end: %v", procsOf(bin))
-		}
-	}
+	waitSessionServerGone(t)
 	checkNothingLeft(t, server)
 	h.want(h.run("", "session", "list"), 0, "ID", "")
 }
