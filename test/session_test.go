@@ -470,7 +470,10 @@ func TestCLISession(t *testing.T) {
 	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
 	id = strings.TrimSpace(r.stdout)
 	h.want(h.run("", "session", "write", "--yield", "5s", id, "echo $((6*7))\n"), 0, "42", "")
-	h.want(h.run("", "session", "close", "--json", id), 130, `"killed":true`, "")
+	// close did what it was asked: exit 0 (a set -e script goes on), and the
+	// result says the command was killed.
+	h.want(h.run("", "session", "close", "--json", id), 0, `"killed":true`, "")
+	h.want(h.run("", "session", "close", id), 125, "", "unknown or ended session")
 	h.want(h.run("", "exec", "--tty", "--", "true"), 125, "", "--tty needs --yield")
 
 	// The server ends a few seconds after its last session, and takes nothing
