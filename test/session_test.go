@@ -466,6 +466,9 @@ func TestCLISession(t *testing.T) {
 	if !strings.Contains(w.stdout, "last") {
 		t.Errorf("write from stdin: %s", w)
 	}
+	// Its final result, if that answer was not it (an unread one keeps the
+	// session server).
+	h.run("", "session", "poll", "--yield", "5s", id)
 
 	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
 	id = strings.TrimSpace(r.stdout)
