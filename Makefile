@@ -6,7 +6,15 @@ BIN     := bin/autobox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
 
-.PHONY: build test soak clients bench lint run clean
+.PHONY: build test soak clients bench lint run install clean
+
+# `make -C DIR run` is what an MCP client may be configured with: make's own
+# lines ("Entering directory ...") would go to stdout, into the protocol.
+MAKEFLAGS += --no-print-directory
+
+# make install puts the binary in $(PREFIX)/bin (default ~/.local/bin, which
+# most Linux shells have on PATH).
+PREFIX  ?= $(HOME)/.local
 
 # The binary is linked statically: each execute_js call starts a fresh worker
 # process, and a static binary starts ~15% cheaper (no dynamic loader, no relocation
@@ -15,14 +23,23 @@ LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
 # NSS libraries). Where static libraries are missing, a dynamic binary is built.
 STATIC  := -tags netgo,osusergo -ldflags '$(LDFLAGS) -extldflags=-static'
 
+# Its messages go to stderr, so that `make run` keeps stdout for MCP.
 build:
-	@echo "go build (static) -o $(BIN) ./cmd/autobox"
-	@$(GO) build $(STATIC) -o $(BIN) ./cmd/autobox || { \
-		echo "static link failed (are libc.a and libstdc++.a installed?); building a dynamically linked binary"; \
-		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/autobox; }
+	@echo "go build (static) -o $(BIN) ./cmd/autobox" >&2
+	@$(GO) build $(STATIC) -o $(BIN) ./cmd/autobox >&2 || { \
+		echo "static link failed (are libc.a and libstdc++.a installed?); building a dynamically linked binary" >&2; \
+		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/autobox >&2; }
 
+# stdout is the MCP server's alone; the banner goes to stderr.
 run: build
-	./$(BIN)
+	@echo "autobox: serving MCP on stdin/stdout (JSON-RPC lines; Ctrl-C or end of input stops it). An MCP client runs $(abspath $(BIN)) itself." >&2
+	@exec $(abspath $(BIN))
+
+install: build
+	@install -d "$(DESTDIR)$(PREFIX)/bin"
+	@install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/autobox"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/autobox"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH; add it (export PATH=\"$(PREFIX)/bin:\$$PATH\") or run make install PREFIX=/usr/local";; esac
 
 # The end-to-end tests in ./test run the binary `make build` made (AUTOBOX_TEST_BIN);
 # `go test ./test` alone builds one of its own.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -42,6 +43,7 @@ Examples:
   autobox exec --max-processes 64 --max-write-mb 100 --cpu 5s -- make -j8
   autobox exec --workspace 0b5e... --cwd /mnt/project -- sh -c 'sed -i s/a/b/ x.txt'
   autobox exec --json -- uname -a | jq .stdout
+  autobox exec --env CI=1 --env 'PATH=/usr/local/go/bin:$PATH' --mount .:/mnt/src --cwd /mnt/src -- go vet ./...
   autobox exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests
   id=$(autobox exec --yield 2s --network --timeout 1h -- python3 -u -m http.server 8000)
   id=$(autobox exec --yield 1s --tty -- sh -i)
@@ -59,6 +61,8 @@ func (e *env) exec(args []string) int {
 	fs.Var(&cols, "cols", "--tty: the terminal's width (default 80)")
 	var r resourceFlags
 	r.register(fs)
+	var vars envFlag
+	fs.Var(&vars, "env", "NAME=VALUE: an environment variable for the command (repeatable), e.g. --env CI=1 --env 'PATH=/usr/local/go/bin:$PATH'; NAME alone passes your own value")
 	// ARGV starts at the first non-flag or after "--": flags after it are the command's.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,6 +83,7 @@ func (e *env) exec(args []string) int {
 	in := &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
 		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v,
 		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
+	in.Env = vars
 	if yield.v != nil {
 		return e.execYield(in, l.json)
 	}
@@ -158,4 +163,22 @@ func (r *resourceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&r.writeMb, "max-write-mb", fmt.Sprintf("MB the command may write to files; one file past it gets EFBIG (default %d, 0-%d)", policy.ExecDefaultMaxWriteMb, policy.ExecMaxMaxWriteMb))
 	fs.Var(&r.cpu, "cpu", fmt.Sprintf("CPU time of the whole tree: milliseconds or a duration like 2s (default 0: none, max %dms)", policy.ExecMaxCPUMs))
 	fs.Var(&r.files, "max-open-files", fmt.Sprintf("open files per process (default %d, %d-%d)", policy.ExecDefaultMaxOpenFiles, policy.ExecMinMaxOpenFiles, policy.ExecMaxMaxOpenFiles))
+}
+
+// envFlag is exec's --env: NAME=VALUE, or NAME for the value in autobox's own
+// environment (a name it lacks is an error: the command would not get it).
+type envFlag []string
+
+func (f *envFlag) String() string { return "" }
+
+func (f *envFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		host, found := os.LookupEnv(v)
+		if !found {
+			return fmt.Errorf("%s is not set in your environment: give --env %s=VALUE", v, v)
+		}
+		v += "=" + host
+	}
+	*f = append(*f, v)
+	return nil
 }

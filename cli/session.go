@@ -35,7 +35,8 @@ the exec_session tool does:
   write    send TEXT (or stdin, with - or no TEXT) to the command's stdin, then poll;
            on a tty, control keys as characters: $'\x03' is Ctrl-C, $'\x04' Ctrl-D
   signal   send INT (the default), TERM or KILL, then poll
-  close    kill the command's whole tree; print its final output, exit with its status
+  close    kill the command's whole tree and print its final output; exit 0 once the
+           session is gone (--json shows how the command ended)
   list     the open sessions: id, state, age, idle time, command
   serve    run the session server in the foreground (exec --yield starts one itself)
 
@@ -144,7 +145,13 @@ func (e *env) session(args []string) int {
 		}
 		return e.printed("session", e.printSessions(out), ExitOK)
 	}
-	return e.printSession("session", out, *jsonOut)
+	status = e.printSession("session", out, *jsonOut)
+	if action == "close" {
+		// The session is gone, as asked: a script under set -e goes on. How its
+		// command ended is in what was printed (--json: exitCode, killed).
+		return ExitOK
+	}
+	return status
 }
 
 // printSessions prints list's answer for people.

@@ -49,6 +49,7 @@ func wordsOf(cmd string) words {
 
 var (
 	mountIndex = regexp.MustCompile(`\bmounts\[([0-9]+)\]`)
+	envIndex   = regexp.MustCompile(`\benv\[([0-9]+)\]`)
 	identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	plainValue = regexp.MustCompile(`^"[A-Za-z0-9._/-]+"`)
 )
@@ -79,6 +80,10 @@ func (w words) say(msg string) string {
 		text := mountIndex.ReplaceAllStringFunc(msg[:end], func(m string) string {
 			n, _ := strconv.Atoi(mountIndex.FindStringSubmatch(m)[1])
 			return fmt.Sprintf("--mount/--workspace #%d", n+1)
+		})
+		text = envIndex.ReplaceAllStringFunc(text, func(m string) string {
+			n, _ := strconv.Atoi(envIndex.FindStringSubmatch(m)[1])
+			return fmt.Sprintf("--env #%d", n+1)
 		})
 		text = identifier.ReplaceAllStringFunc(text, func(id string) string {
 			if to, ok := w[id]; ok {

@@ -64,6 +64,11 @@ const (
 	drainGrace = 2 * time.Second
 	// tombstones is how many ended ids are remembered, to say why they are gone.
 	tombstones = 256
+	// endGrace: a session's first answer, once its output has paused, waits
+	// this much longer for the command's end if its outputs close meanwhile,
+	// so that a command that failed at once is answered as ended (running:
+	// false), not as a session to poll.
+	endGrace = 40 * time.Millisecond
 )
 
 // ClosedNote is the reason End is given by Close.
@@ -84,8 +89,9 @@ var (
 
 // Options configures a Table. Zero values take the defaults.
 type Options struct {
-	// Max is how many sessions may be open at once (running, or ended with a
-	// final result not read yet).
+	// Max is how many sessions may run at once. An ended session's place is
+	// free at once; its final result is kept until read, for at most Idle, and
+	// at most Max such results (the oldest are dropped first).
 	Max int
 	// Idle ends a session that no call has asked about for this long.
 	Idle time.Duration
@@ -187,22 +193,46 @@ func (t *Table[E]) Reserve() (*Reservation[E], error) {
 	if t.closed {
 		return nil, ErrClosed
 	}
-	if len(t.open)+t.reserved >= t.opts.Max {
-		return nil, fmt.Errorf("%w: %d are open, at most %d: %s; end one with exec_session close (or let its command finish and poll its result)", ErrFull, len(t.open)+t.reserved, t.opts.Max, t.describeLocked())
+	if n := t.runningLocked() + t.reserved; n >= t.opts.Max {
+		return nil, fmt.Errorf("%w: %d are running, at most %d: %s; end one with exec_session close", ErrFull, n, t.opts.Max, t.describeLocked())
 	}
 	t.reserved++
 	return &Reservation[E]{t: t}, nil
+}
+
+// runningLocked counts the open sessions whose command has not ended.
+func (t *Table[E]) runningLocked() int {
+	n := 0
+	for _, s := range t.open {
+		if !s.isEnded() {
+			n++
+		}
+	}
+	return n
+}
+
+// keepEndedLocked drops the oldest unread final results past Max, once a
+// session has ended: ended sessions hold no place, but their output is memory.
+func (t *Table[E]) keepEndedLocked() {
+	var ended []*Session[E]
+	for _, s := range t.sortedLocked() {
+		if s.isEnded() {
+			ended = append(ended, s)
+		}
+	}
+	for len(ended) > t.opts.Max {
+		t.removeLocked(ended[0], fmt.Sprintf("its command ended and its final result was dropped unread: at most %d unread results are kept", t.opts.Max))
+		ended = ended[1:]
+	}
 }
 
 // describeLocked lists the open sessions for an error message.
 func (t *Table[E]) describeLocked() string {
 	var parts []string
 	for _, s := range t.sortedLocked() {
-		state := "running"
-		if s.isEnded() {
-			state = "ended, result not read"
+		if !s.isEnded() {
+			parts = append(parts, fmt.Sprintf("%s (%s, running, %s)", s.id, abbreviate(s.spec.Command, 60), time.Since(s.started).Round(time.Second)))
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s, %s, %s)", s.id, abbreviate(s.spec.Command, 60), state, time.Since(s.started).Round(time.Second)))
 	}
 	if t.reserved > 0 {
 		parts = append(parts, fmt.Sprintf("%d starting", t.reserved))
@@ -286,6 +316,10 @@ func (t *Table[E]) get(id string) (*Session[E], error) {
 func (t *Table[E]) remove(s *Session[E], why string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.removeLocked(s, why)
+}
+
+func (t *Table[E]) removeLocked(s *Session[E], why string) bool {
 	if t.open[s.id] != s {
 		return false
 	}
@@ -425,6 +459,8 @@ type Session[E any] struct {
 	drained  bool // every output is closed: the end is near
 	ended    bool // the command and its outputs are done; end is set
 	end      E
+	endedAt  time.Time     // when the command's tree was gone
+	answered bool          // an answer was given (the first one waits endGrace)
 	done     chan struct{} // closed when ended is set
 }
 
@@ -480,6 +516,7 @@ func (s *Session[E]) run() {
 	}()
 	go func() {
 		end := s.spec.Wait()
+		endedAt := time.Now()
 		// The tree is gone, so the outputs close once what it wrote has been
 		// read; a straggler holding one open is not waited for long.
 		select {
@@ -501,10 +538,13 @@ func (s *Session[E]) run() {
 			s.stdinClosed = true
 			s.writeMu.Unlock()
 		}
+		s.t.mu.Lock() // the table's lock first, as everywhere
 		s.mu.Lock()
-		s.ended, s.end = true, end
+		s.ended, s.end, s.endedAt = true, end, endedAt
 		s.changedLocked()
 		s.mu.Unlock()
+		s.t.keepEndedLocked()
+		s.t.mu.Unlock()
 		close(s.done)
 	}()
 }
@@ -569,7 +609,11 @@ func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E]
 	}
 	s.mu.Lock()
 	final := s.ended
+	s.answered = true
 	a := &Answer[E]{ID: s.id, Running: !final, End: s.end, Elapsed: time.Since(s.started)}
+	if final {
+		a.Elapsed = s.endedAt.Sub(s.started) // the command's life, not the time until this poll
+	}
 	a.Stdout, a.StdoutDropped = s.stdout.take(final)
 	a.Stderr, a.StderrDropped = s.stderr.take(final)
 	s.mu.Unlock()
@@ -588,11 +632,14 @@ func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 	}
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	var quiet *time.Timer
-	var quietC <-chan time.Time
+	var quiet, grace *time.Timer
+	var quietC, graceC <-chan time.Time
 	defer func() {
 		if quiet != nil {
 			quiet.Stop()
+		}
+		if grace != nil {
+			grace.Stop()
 		}
 	}()
 	for {
@@ -601,10 +648,14 @@ func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 		// Once every output is closed, no process of the tree is left to
 		// write: its end comes next, and is waited for rather than the pause.
 		some := (s.stdout.pending() || s.stderr.pending()) && !s.drained
+		drained, first := s.drained, !s.answered
 		changed := s.changed
 		s.mu.Unlock()
 		if done {
 			return
+		}
+		if drained && grace != nil {
+			graceC = nil // the end is near: wait for it (up to wait)
 		}
 		if some {
 			if quiet == nil {
@@ -617,6 +668,15 @@ func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 		select {
 		case <-changed:
 		case <-quietC:
+			if !first {
+				return
+			}
+			// The first answer: a command that failed at once is about to
+			// end; give it endGrace to show it.
+			quietC = nil
+			grace = time.NewTimer(endGrace)
+			graceC = grace.C
+		case <-graceC:
 			return
 		case <-timeout.C:
 			return

@@ -323,3 +323,73 @@ func TestTableCancelledPollTakesNothing(t *testing.T) {
 		t.Errorf("next poll = %+v, %v", a, err)
 	}
 }
+
+// TestTableEndedFreesPlace: an ended session holds no place, its final result
+// is kept (at most Max of them, the oldest dropped first with why), and the
+// final answer's Elapsed is the command's life, not the time until the poll.
+func TestTableEndedFreesPlace(t *testing.T) {
+	tab := NewTable[string](&Options{Max: 2})
+	var fakes []*fake
+	var ids []string
+	for i := 0; i < 2; i++ {
+		fakes = append(fakes, newFake(t))
+		ids = append(ids, open(t, tab, fakes[i]))
+	}
+	if _, err := tab.Reserve(); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third while two run: %v", err)
+	}
+	fakes[0].stdoutW.WriteString("last words\n")
+	fakes[0].end("exit 1")
+	waitEnded(t, tab, ids[0])
+	time.Sleep(50 * time.Millisecond) // a poll long after the end
+	r, err := tab.Reserve()
+	if err != nil {
+		t.Fatalf("after one ended (unread): %v", err)
+	}
+	third := newFake(t)
+	ids = append(ids, r.Open(third.spec, time.Now()).ID())
+	a, err := tab.Poll(context.Background(), ids[0], 0)
+	if err != nil || a.Running || a.End != "exit 1" || a.Stdout != "last words\n" {
+		t.Fatalf("the ended one's result: %+v, %v", a, err)
+	}
+	if a.Elapsed >= 50*time.Millisecond {
+		t.Errorf("Elapsed %v includes the wait before the poll", a.Elapsed)
+	}
+	// Unread results are bounded: with Max 2, a third ended drops the oldest.
+	for _, i := range []int{1, 2} {
+		fakes = append(fakes, nil)
+		if i == 2 {
+			third.end("exit 0")
+		} else {
+			fakes[1].end("exit 0")
+		}
+		waitEnded(t, tab, ids[i])
+	}
+	f := newFake(t)
+	id := open(t, tab, f)
+	f.end("exit 0")
+	waitEnded(t, tab, id)
+	if _, err := tab.Poll(context.Background(), ids[1], 0); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "dropped unread") {
+		t.Errorf("the oldest unread result past Max: %v", err)
+	}
+	if a, err := tab.Poll(context.Background(), id, 0); err != nil || a.Running {
+		t.Errorf("the newest: %+v %v", a, err)
+	}
+}
+
+// waitEnded waits until List shows the session ended (or gone).
+func waitEnded(t *testing.T, tab *Table[string], id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ended := true
+		for _, i := range tab.List() {
+			if i.ID == id && !i.Ended {
+				ended = false
+			}
+		}
+		if ended {
+			return
+		}
+	}
+	t.Fatalf("session %s did not end", id)
+}

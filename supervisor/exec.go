@@ -38,6 +38,7 @@ type ExecInput struct {
 	TTY          bool               `json:"tty,omitempty" jsonschema:"run the command on a pseudo-terminal (isatty is true; stdout and stderr arrive together as stdout, with the terminal's bytes); with yieldMs, write control keys such as \\u0003 (Ctrl-C)"`
 	Rows         *int               `json:"rows,omitempty" jsonschema:"tty: the terminal's height in lines"`
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
+	Env          []string           `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"] ($PATH in PATH is the default PATH; sandbox paths in values are rewritten to host paths); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
 }
 
 // ExecOutput is the exec_command result.
@@ -78,6 +79,7 @@ type execCall struct {
 	yield      *time.Duration
 	tty        bool
 	rows, cols int
+	env        []string // the call's own variables, KEY=VALUE
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -119,6 +121,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
+		return nil, err
+	}
+	if c.env, err = validateEnv(in.Env, c.mounts); err != nil {
 		return nil, err
 	}
 	c.argv = make([]string, len(in.Command))
@@ -184,7 +189,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		cwd = scratch
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: commandEnv(scratch), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(commandEnv(scratch), c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	pc, err := s.proxyCall(ctx, c, cmd)
 	if err != nil {
 		return nil, err
@@ -444,7 +449,7 @@ func existing(paths []string) (canonical, links []string) {
 // commandEnv is built from nothing: nothing of the server's environment leaks.
 func commandEnv(scratch string) []string {
 	env := []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		"PATH=" + defaultPath,
 		"HOME=" + scratch,
 		"TMPDIR=" + scratch,
 		"BASH_ENV=/dev/null",

@@ -277,7 +277,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		// ttyname) and may open it again; nothing else of /dev/pts.
 		sb.Devices = append(append([]string(nil), sb.Devices...), io.slavePath)
 	}
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: env, Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(env, c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	// The proxy's part of a call with allowHosts lives as long as the session,
 	// not as the call that started it.
 	life, endLife := context.WithCancel(context.Background())

@@ -21,7 +21,7 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.PoolSize, "pool", 2, "warm JS workers kept ready")
 	fs.BoolVar(&o.Unsafe, "unsafe-no-sandbox", false, "run exec_command without an OS sandbox where none exists")
-	fs.IntVar(&o.MaxSessions, "max-sessions", session.DefaultMax, "exec_command sessions (yieldMs) open at once, at most")
+	fs.IntVar(&o.MaxSessions, "max-sessions", session.DefaultMax, "exec_command sessions (yieldMs) running at once, at most")
 	fs.DurationVar(&o.SessionIdle, "session-idle", session.DefaultIdle, "end a session that no call has named for this long")
 	fs.Func("allow-host", "a host every call may reach through the proxy, by default and at most (repeatable)", func(v string) error {
 		o.AllowHosts = append(o.AllowHosts, v)

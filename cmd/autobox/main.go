@@ -53,7 +53,7 @@ Usage:
 Serve flags:
   --pool N                warm JS workers kept ready (default 2)
   --unsafe-no-sandbox     run exec_command WITHOUT an OS sandbox where none exists (loud)
-  --max-sessions N        exec_command sessions (yieldMs) open at once (default 16)
+  --max-sessions N        exec_command sessions (yieldMs) running at once (default 16)
   --session-idle D        end a session no call has named for D (default 10m)
   --allow-host H          every call's network is these hosts (repeatable): the default
                           and the ceiling of a call's allowHosts

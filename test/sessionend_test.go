@@ -1,0 +1,77 @@
+package test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSessionEndsAtOnce: a session whose command fails at once answers as
+// ended (running: false, its exit status), on a pipe and on a terminal; a
+// later poll of an ended session reports the command's life as durationMs,
+// not the time until the poll; and an ended session's place is free at once
+// while its final result waits to be read.
+func TestSessionEndsAtOnce(t *testing.T) {
+	requireSandbox(t)
+	s := start(t, "serve", "--max-sessions", "2")
+	for _, tty := range []bool{false, true} {
+		var o sessOut
+		isErr := s.call("exec_command", map[string]any{"command": bash(`echo "boom: no such config" >&2; exit 3`), "yieldMs": 5000, "tty": tty}, &o)
+		if isErr || o.Running || o.code() != 3 || !strings.Contains(o.Stdout+o.Stderr, "boom") || o.SessionID != "" {
+			t.Errorf("tty %v: a command that fails at once: %+v (tool error %v)", tty, o, isErr)
+		}
+	}
+	// Positive control: a command that runs on is a session.
+	a := s.startSession(map[string]any{"command": bash(`sleep 0.3; echo done; exit 4`), "yieldMs": 0})
+	b := s.startSession(map[string]any{"command": bash(`sleep 0.3; exit 5`), "yieldMs": 0})
+	// Both end by themselves; nobody polls them.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		l, _ := s.sess(map[string]any{"action": "list"})
+		ended := 0
+		for _, x := range l.Sessions {
+			if x.State == "ended" {
+				ended++
+			}
+		}
+		if ended == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sessions did not end: %+v", l.Sessions)
+		}
+	}
+	time.Sleep(2 * time.Second) // a poll well after the end
+	// Their places are free: two more sessions start at --max-sessions 2.
+	c := s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 60000})
+	d := s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 60000})
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"sleep", "600"}, "yieldMs": 0})
+	if e := errorOf(res); !res.IsError || !strings.Contains(e, "2 are running, at most 2") || strings.Contains(e, a.SessionID) {
+		t.Errorf("a third running session: %q", e)
+	}
+	// The ended ones' final results are kept, with the command's own life.
+	for _, x := range []struct {
+		id   string
+		code int
+		out  string
+	}{{a.SessionID, 4, "done\n"}, {b.SessionID, 5, ""}} {
+		o, _ := s.sess(map[string]any{"sessionId": x.id, "action": "poll"})
+		if o.Running || o.code() != x.code || o.Stdout != x.out {
+			t.Errorf("the final result of %s: %+v", x.id, o)
+		}
+		if o.DurationMs >= 2000 {
+			t.Errorf("durationMs %v of a command that lived ~300 ms, polled 2 s after its end", o.DurationMs)
+		}
+	}
+	s.sess(map[string]any{"sessionId": c.SessionID, "action": "close"})
+	s.sess(map[string]any{"sessionId": d.SessionID, "action": "close"})
+}
+
+// TestCLISessionEndsAtOnce: exec --yield of a command that fails at once is an
+// ordinary exec: its output and exit status, no session id.
+func TestCLISessionEndsAtOnce(t *testing.T) {
+	requireSandbox(t)
+	h := newCLIHome(t)
+	h.sessions = true
+	h.want(h.run("", "exec", "--yield", "5s", "--", "sh", "-c", "echo boom >&2; exit 3"), 3, "", "boom")
+	waitSessionServerGone(t)
+}
