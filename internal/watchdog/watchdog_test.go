@@ -103,13 +103,13 @@ func TestWatchdogKernelRefusals(t *testing.T) {
 // TestWatchdogBigTreeCost: a walk of a tree of 200 processes costs what it costs,
 // and the polls back off so that they take at most a fifth of the time.
 func TestWatchdogBigTreeCost(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "for i in $(seq 200); do sleep 5 & done; wait")
+	cmd := exec.Command("/bin/sh", "-c", "for i in $(seq 200); do sleep 20 & done; wait")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	// Until the shell has started them all (a loaded machine is slow to).
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if measure(cmd.Process.Pid, false, true).tasks == 201 {
 			break
 		}
