@@ -27,12 +27,21 @@ type Denial struct {
 
 func (d *Denial) Error() string { return d.Target() + ": " + d.Reason }
 
-// Target is the host:port that was refused.
-func (d *Denial) Target() string { return net.JoinHostPort(d.Host, strconv.Itoa(d.Port)) }
+// Target is the host:port that was refused ("*" for a connection refused
+// before its host was known: see acquire).
+func (d *Denial) Target() string {
+	if d.Port == 0 {
+		return d.Host
+	}
+	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+}
 
 // Advice is what to tell the command (and the model reading its output) about
 // a denial: what was refused, why, and the entry that would allow it.
 func (d *Denial) Advice() string {
+	if d.Port == 0 {
+		return "autobox: connection refused: " + d.Reason + "."
+	}
 	entry := d.Host
 	if strings.Contains(entry, ":") {
 		entry = "[" + entry + "]"
@@ -44,10 +53,31 @@ func (d *Denial) Advice() string {
 		d.Target(), d.Reason, entry)
 }
 
-// DialContext connects to addr ("host:port") if the call's list allows it,
-// records the outcome, and returns the connection or the *Denial (or the dial
-// error). network must be tcp, tcp4 or tcp6.
+// DialContext connects to addr ("host:port") if the call's list allows it and
+// the call may open another connection (see acquire), records the outcome,
+// and returns the connection or the *Denial (or the dial error). The
+// connection counts until it is closed, and is closed with the call. network
+// must be tcp, tcp4 or tcp6. It is execute_js's fetch dialer.
 func (c *Call) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d := c.acquire(); d != nil {
+		return nil, d
+	}
+	conn, err := c.dialAddr(ctx, network, addr)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	cc := &countedConn{Conn: conn, c: c}
+	if !c.track(cc) {
+		cc.Close()
+		return nil, errors.New("the call has ended")
+	}
+	return cc, nil
+}
+
+// dialAddr is DialContext without the count: the proxy's own upstream
+// connections are counted by the client connection they serve.
+func (c *Call) dialAddr(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err

@@ -105,8 +105,9 @@ func (c *Call) transport() *http.Transport {
 	if c.httpTransport == nil {
 		c.httpTransport = &http.Transport{
 			Proxy:               nil,
-			DialContext:         c.DialContext,
+			DialContext:         c.dialAddr,
 			MaxIdleConnsPerHost: 4,
+			MaxIdleConns:        16,   // the client connections bound the busy ones
 			DisableCompression:  true, // pass bodies as they come
 		}
 	}

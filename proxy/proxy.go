@@ -58,6 +58,9 @@ type Proxy struct {
 	resolver *resolver
 	wg       sync.WaitGroup
 
+	perCall, total int64   // connection limits (see MaxConnsPerCall)
+	held           limiter // connections open, all calls
+
 	mu     sync.Mutex
 	calls  map[string]*Call
 	closed bool
@@ -78,6 +81,7 @@ func New(parent string) (*Proxy, error) {
 		return nil, fmt.Errorf("listening for the proxy: %w", err)
 	}
 	p := &Proxy{dir: dir, ln: ln, resolver: newResolver(), calls: map[string]*Call{}}
+	p.perCall, p.total = serverConnLimits()
 	p.wg.Add(1)
 	go p.serveOn(ln, p.handle)
 	return p, nil
@@ -171,15 +175,23 @@ func (p *Proxy) handle(conn net.Conn) {
 			return
 		}
 		for _, fd := range passedFDs(oob[:oobn]) {
+			// Past the call's or the server's limit, closed before anything
+			// else is spent on it.
+			if c.acquire() != nil {
+				unix.Close(fd)
+				continue
+			}
 			f := os.NewFile(uintptr(fd), "command-socket")
 			client, err := net.FileConn(f)
 			f.Close()
 			if err != nil {
+				c.release()
 				continue
 			}
 			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
+				defer c.release()
 				c.serveClient(client)
 			}()
 		}
@@ -254,6 +266,7 @@ type Call struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	rec    recorder
+	held   limiter // connections open (see acquire)
 
 	mu            sync.Mutex
 	conns         map[net.Conn]bool
@@ -276,16 +289,23 @@ func (c *Call) Close() Record {
 		c.httpTransport.CloseIdleConnections()
 	}
 	c.closed = true
+	conns := make([]net.Conn, 0, len(c.conns))
 	for conn := range c.conns {
-		conn.Close()
+		conns = append(conns, conn)
 	}
 	c.mu.Unlock()
+	// Unlocked: a counted connection's Close untracks itself.
+	for _, conn := range conns {
+		conn.Close()
+	}
 	return c.rec.record()
 }
 
 // Record is what the call's connections did so far.
 func (c *Call) Record() Record { return c.rec.record() }
 
+// track records conn as the call's, to be closed with it; false once the
+// call is closed.
 func (c *Call) track(conn net.Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -61,6 +61,11 @@ func (p *Proxy) handleTCP(conn net.Conn) {
 			return
 		}
 		defer c.untrack(conn)
+		if c.acquire() != nil {
+			socksReply(conn, socksGeneralFailure)
+			return
+		}
+		defer c.release()
 		conn.SetReadDeadline(time.Time{})
 		c.serveSOCKSRequest(conn, br)
 		return
@@ -78,6 +83,11 @@ func (p *Proxy) handleTCP(conn net.Conn) {
 		return
 	}
 	defer c.untrack(conn)
+	if d := c.acquire(); d != nil {
+		writeError(conn, http.StatusServiceUnavailable, "autobox proxy: "+d.Reason, d.Reason)
+		return
+	}
+	defer c.release()
 	conn.SetReadDeadline(time.Time{})
 	if req.Method == http.MethodConnect {
 		c.connect(conn, br, req)

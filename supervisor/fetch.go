@@ -60,6 +60,7 @@ var sharedFetchClient = &http.Client{
 	Transport: &http.Transport{
 		Proxy:               nil, // the server's proxy settings are not the sandbox's
 		MaxIdleConnsPerHost: 2,
+		MaxIdleConns:        32, // shared by every call: a bound on the descriptors they hold idle
 		IdleConnTimeout:     30 * time.Second,
 	},
 	CheckRedirect: func(req *http.Request, via []*http.Request) error {

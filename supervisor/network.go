@@ -142,6 +142,7 @@ func fetchClient(pc *proxy.Call) *http.Client {
 			Proxy:               nil,
 			DialContext:         pc.DialContext,
 			MaxIdleConnsPerHost: 2,
+			MaxIdleConns:        4, // idle ones count against the call's connections
 		},
 		CheckRedirect: sharedFetchClient.CheckRedirect,
 	}

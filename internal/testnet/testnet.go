@@ -4,12 +4,16 @@
 package testnet
 
 import (
+	"io"
 	"net"
 	"testing"
 )
 
 // Serve accepts and closes connections on ln until the test ends.
-func Serve(t testing.TB, ln net.Listener) {
+func Serve(t testing.TB, ln net.Listener) { serve(t, ln, func(c net.Conn) { c.Close() }) }
+
+// serve accepts connections on ln and hands each to handle until the test ends.
+func serve(t testing.TB, ln net.Listener, handle func(net.Conn)) {
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -17,7 +21,7 @@ func Serve(t testing.TB, ln net.Listener) {
 			if err != nil {
 				return
 			}
-			c.Close()
+			handle(c)
 		}
 	}()
 }
@@ -31,4 +35,17 @@ func TCP(t testing.TB) net.Listener {
 	}
 	Serve(t, ln)
 	return ln
+}
+
+// Hold listens on 127.0.0.1 and holds each connection open until its client
+// closes its end (a tunnel to it lives as long as its client wants), until
+// the test ends. It returns the listener's host:port.
+func Hold(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, ln, func(c net.Conn) { go func() { io.Copy(io.Discard, c); c.Close() }() })
+	return ln.Addr().String()
 }
