@@ -253,6 +253,7 @@ func wideCases() []int {
 func eachStep(t *testing.T, fault string, run func(tr *trial, k int) string) {
 	for _, wide := range wideCases() {
 		steps := stepsOf(t, wide)
+		t.Logf("wide %d: %d steps, %s before %d of them in turn", wide, len(steps), fault, len(which(len(steps))))
 		for _, k := range which(len(steps)) {
 			when := fmt.Sprintf("wide %d, %s at step %d of %d (%s)", wide, fault, k, len(steps), steps[k-1])
 			tr := newTrial(t, newEnv(t), wide)
@@ -311,6 +312,7 @@ func TestSyncOutOfSpace(t *testing.T) {
 			frees = append(frees, f)
 		}
 	}
+	t.Logf("%d trials, from %d KiB to %d KiB free", len(frees), frees[0]>>10, frees[len(frees)-1]>>10)
 	for _, free := range frees {
 		when := fmt.Sprintf("%d KiB free", free>>10)
 		e := newEnvOn(t, t.TempDir(), CopyModeAuto)
