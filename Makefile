@@ -52,7 +52,7 @@ test: build clients
 
 # The fault harness in full: every step of a sync killed and failed, a disk-full sweep,
 # and the server against a client that never reads (make test runs a few trials of each).
-SOAK_TESTS := TestSync(KilledAtEachStep|FailedAtEachStep|OutOfSpace)|TestCreateOutOfSpace|TestUnreadClient|TestPausedServer|TestClientClosedStdout
+SOAK_TESTS := TestSync(KilledAtEachStep|KilledAtEachStepWithoutExchange|FailedAtEachStep|OutOfSpace)|TestCreateOutOfSpace|TestUnreadClient|TestPausedServer|TestClientClosedStdout
 soak: build
 	AUTOBOX_SOAK=1 AUTOBOX_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m -run '$(SOAK_TESTS)' -v ./store ./supervisor ./test
 

@@ -230,8 +230,10 @@ func stepsOf(t *testing.T, wide int) []string {
 	return steps
 }
 
-// which picks the steps a run tries: all of them under soak, a few otherwise.
-func which(n int) []int {
+// which picks the steps a run tries: all of them under soak; otherwise the first of
+// each kind (stage, mkdir, exchange, rename, ...) and a few spread over the rest.
+func which(steps []string) []int {
+	n := len(steps)
 	if soak() {
 		all := make([]int, n)
 		for i := range all {
@@ -239,7 +241,17 @@ func which(n int) []int {
 		}
 		return all
 	}
-	return slices.Compact([]int{1, n / 3, n / 2, 2 * n / 3, n - 1, n})
+	picked := []int{1, n / 3, n / 2, 2 * n / 3, n - 1, n}
+	seen := map[string]bool{}
+	for i, st := range steps {
+		kind := st[:strings.LastIndexByte(st, ' ')+1]
+		if !seen[kind] {
+			seen[kind] = true
+			picked = append(picked, i+1)
+		}
+	}
+	slices.Sort(picked)
+	return slices.Compact(picked)
 }
 
 func wideCases() []int {
@@ -253,11 +265,17 @@ func wideCases() []int {
 func eachStep(t *testing.T, fault string, run func(tr *trial, k int) string) {
 	for _, wide := range wideCases() {
 		steps := stepsOf(t, wide)
-		for _, k := range which(len(steps)) {
+		t.Logf("wide %d: %d steps, %s before %d of them in turn", wide, len(steps), fault, len(which(steps)))
+		for _, k := range which(steps) {
 			when := fmt.Sprintf("wide %d, %s at step %d of %d (%s)", wide, fault, k, len(steps), steps[k-1])
 			tr := newTrial(t, newEnv(t), wide)
 			if msg := run(tr, k); msg != "" {
 				t.Fatalf("%s: %s", when, msg)
+			}
+			if fault == killedAside {
+				// Between its two renames the path is empty; the next operation
+				// (here status) must put the old entry back.
+				tr.e.status(tr.id)
 			}
 			isNew := tr.states(when)
 			if fault == "out of space" {
@@ -279,6 +297,26 @@ func TestSyncKilledAtEachStep(t *testing.T) {
 		return ""
 	})
 }
+
+// The same on a filesystem that cannot exchange: the old entry is set aside with a
+// note of its path, and the next operation puts it back if the new one is not there.
+func TestSyncKilledAtEachStepWithoutExchange(t *testing.T) {
+	exchange = noExchange
+	defer func() { exchange = renameExchange }()
+	eachStep(t, killedAside, func(tr *trial, k int) string {
+		cmd, out, _ := child(t, "sync-kill", tr.e.state, "WORKSPACE_ID="+tr.id, fmt.Sprint("KILL_AT=", k), "NO_EXCHANGE=1")
+		rest, _ := io.ReadAll(out)
+		cmd.Wait()
+		if len(rest) > 0 {
+			return fmt.Sprintf("the sync finished: %s", rest)
+		}
+		return ""
+	})
+}
+
+const killedAside = "killed without exchange"
+
+func noExchange(int, string, int, string) error { return unix.EINVAL }
 
 func TestSyncFailedAtEachStep(t *testing.T) {
 	defer func() { testHookStep = nil }()
@@ -311,6 +349,7 @@ func TestSyncOutOfSpace(t *testing.T) {
 			frees = append(frees, f)
 		}
 	}
+	t.Logf("%d trials, from %d KiB to %d KiB free", len(frees), frees[0]>>10, frees[len(frees)-1]>>10)
 	for _, free := range frees {
 		when := fmt.Sprintf("%d KiB free", free>>10)
 		e := newEnvOn(t, t.TempDir(), CopyModeAuto)

@@ -94,6 +94,9 @@ func runChild(role string) int {
 		return 0
 	case "sync-kill": // sync, killing ourselves at step KILL_AT (see fault_test.go)
 		killAt, _ := strconv.Atoi(os.Getenv("KILL_AT"))
+		if os.Getenv("NO_EXCHANGE") != "" {
+			exchange = noExchange
+		}
 		countSteps(func(n int, _ string) error {
 			if n == killAt {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)

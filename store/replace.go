@@ -46,6 +46,9 @@ type build struct {
 // host or writes staging; a non-nil error is reported as that step's failure.
 var testHookStep func(step string) error
 
+// exchange is renameExchange; tests take it away to run the fallback.
+var exchange = renameExchange
+
 func step(what string) error {
 	if testHookStep != nil {
 		return testHookStep(what)
@@ -146,7 +149,7 @@ func (a *applier) swapIn(pfd int, name, p, tmp string) error {
 	if err := step("exchange " + p); err != nil {
 		return inUserWords(a.o.src, p, "replacing %s on the host", err)
 	}
-	err := renameExchange(st.fd, tmp, pfd, name)
+	err := exchange(st.fd, tmp, pfd, name)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.ENOSYS) {
 		tmp, err = a.swapAside(pfd, name, p, tmp)
 	}

@@ -2,8 +2,8 @@ package store
 
 import (
 	"encoding/binary"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"

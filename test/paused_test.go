@@ -28,34 +28,38 @@ func TestPausedServer(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range quick + 1 {
 		slow := i == quick
-		cmd := "sleep 1"
+		cmd := "sleep 2"
 		if slow {
 			cmd = "sleep 30"
 		}
 		wg.Go(func() {
-			o, _ := s.exec(map[string]any{"command": []string{"bash", "-c", cmd}, "timeoutMs": 3000})
+			o, _ := s.exec(map[string]any{"command": []string{"bash", "-c", cmd}, "timeoutMs": 5000})
 			answers <- answer{o, slow}
 		})
 	}
-	// Pause the server once every command runs (each sleep is a process of its
-	// tree), for longer than the limit.
+	// Pause the server, for longer than the limit, once half the commands run
+	// (each sleep is a process of its tree; on a loaded machine the first may end
+	// before the last starts, and those not running at the pause change nothing).
 	pid := s.cmd.Process.Pid
-	for deadline := time.Now().Add(30 * time.Second); sleeping(pid) < quick+1; time.Sleep(20 * time.Millisecond) {
+	most := 0
+	for deadline := time.Now().Add(30 * time.Second); most < (quick+1)/2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d commands started", sleeping(pid), quick+1)
+			t.Fatalf("at most %d of %d commands ran at once", most, quick+1)
 		}
+		most = max(most, sleeping(pid))
 	}
 	syscall.Kill(pid, syscall.SIGSTOP)
-	time.Sleep(5 * time.Second)
+	t.Logf("server paused with %d of %d commands running", sleeping(pid), quick+1)
+	time.Sleep(7 * time.Second)
 	syscall.Kill(pid, syscall.SIGCONT)
 	wg.Wait()
 	close(answers)
 	for a := range answers {
 		switch {
-		case a.slow && (!a.o.Killed || !strings.Contains(a.o.Stderr, "timeout after 3000ms")):
-			t.Errorf("sleep 30 with a 3 s limit: killed %v, stderr %q; want killed for the timeout", a.o.Killed, a.o.Stderr)
+		case a.slow && (!a.o.Killed || !strings.Contains(a.o.Stderr, "timeout after 5000ms")):
+			t.Errorf("sleep 30 with a 5 s limit: killed %v, stderr %q; want killed for the timeout", a.o.Killed, a.o.Stderr)
 		case !a.slow && (a.o.Killed || a.o.code() != 0):
-			t.Errorf("sleep 1 with a 3 s limit, server paused 5 s: killed %v, exit %d, stderr %q; want its own exit 0", a.o.Killed, a.o.code(), a.o.Stderr)
+			t.Errorf("sleep 2 with a 5 s limit, server paused 7 s: killed %v, exit %d, stderr %q; want its own exit 0", a.o.Killed, a.o.code(), a.o.Stderr)
 		}
 	}
 }
