@@ -42,10 +42,15 @@ func (s *Store) heldDir() string { return filepath.Join(s.stateDir, "held") }
 
 // holds is this process's registration.
 type holds struct {
-	mu    sync.Mutex
-	count map[string]int // canonical host path -> calls holding it rw
-	base  string         // <heldDir>/<pid>-<random>, without extension
-	lock  *os.File       // flock'ed while this process lives
+	mu      sync.Mutex
+	count   map[string]int // canonical host path -> calls holding it rw
+	gen     uint64         // bumped by every change of count
+	written uint64         // the gen the file on disk shows
+	werr    error          // how writing it last failed
+
+	wmu  sync.Mutex // one writer at a time; a write covers every change before it
+	base string     // <heldDir>/<pid>-<random>, without extension (wmu)
+	lock *os.File   // flock'ed while this process lives (wmu)
 }
 
 // HoldWritable registers paths (canonical host directories a call mounts
@@ -63,19 +68,21 @@ func (s *Store) HoldWritable(paths []string) (release func(), err error) {
 	for _, p := range paths {
 		h.count[p]++
 	}
-	err = s.writeHeldLocked()
+	h.gen++
 	h.mu.Unlock()
 	release = func() {
 		h.mu.Lock()
-		defer h.mu.Unlock()
 		for _, p := range paths {
 			if h.count[p]--; h.count[p] <= 0 {
 				delete(h.count, p)
 			}
 		}
-		_ = s.writeHeldLocked()
+		h.gen++
+		h.mu.Unlock()
+		// Late is safe: a path still listed only refuses a create there.
+		go s.publishHeld()
 	}
-	if err != nil {
+	if err := s.publishHeld(); err != nil {
 		release()
 		return nil, fmt.Errorf("registering read-write mounts in %s: %w", s.heldDir(), err)
 	}
@@ -91,11 +98,41 @@ func (s *Store) HoldWritable(paths []string) (release func(), err error) {
 	return release, nil
 }
 
-// writeHeldLocked writes this process's registration (h.mu held).
-func (s *Store) writeHeldLocked() error {
+// publishHeld writes this process's registration as it is now, or returns
+// once a write that began after the caller's change has. Calls that start
+// together share one write.
+func (s *Store) publishHeld() error {
+	h := &s.held
+	h.mu.Lock()
+	want := h.gen
+	h.mu.Unlock()
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	h.mu.Lock()
+	if h.written >= want {
+		err := h.werr
+		h.mu.Unlock()
+		return err
+	}
+	gen := h.gen
+	list := make([]string, 0, len(h.count))
+	for p := range h.count {
+		list = append(list, p)
+	}
+	h.mu.Unlock()
+	sort.Strings(list)
+	err := s.writeHeld(list)
+	h.mu.Lock()
+	h.written, h.werr = gen, err
+	h.mu.Unlock()
+	return err
+}
+
+// writeHeld replaces this process's registration file with list (h.wmu held).
+func (s *Store) writeHeld(list []string) error {
 	h := &s.held
 	if h.lock == nil {
-		if len(h.count) == 0 {
+		if len(list) == 0 {
 			return nil
 		}
 		if err := os.MkdirAll(s.heldDir(), 0o700); err != nil {
@@ -114,15 +151,30 @@ func (s *Store) writeHeldLocked() error {
 			f.Close()
 			return err
 		}
-		h.lock, h.base = f, base
+		h.lock = f
+		h.mu.Lock()
+		h.base = base
+		h.mu.Unlock()
 	}
-	list := make([]string, 0, len(h.count))
-	for p := range h.count {
-		list = append(list, p)
-	}
-	sort.Strings(list)
 	b, _ := json.Marshal(list)
-	return writeFileAtomic(h.base+".json", b)
+	// Replaced atomically, but not synced: the registry is about processes
+	// that are alive, which a crash ends; a sync per call would cost every
+	// call with a rw mount a disk flush.
+	f, err := os.CreateTemp(s.heldDir(), ".held-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), h.base+".json")
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // heldWritable lists the read-write mounts that live calls of every process
