@@ -75,6 +75,7 @@ func enterPrivateNet() (*privateNet, error) {
 			n.udp = append(n.udp, fd)
 		}
 	}
+	n.tp, _ = prepareTransparent() // transparent_linux.go: nil where nf_tables is missing
 	return n, nil
 }
 
@@ -173,7 +174,7 @@ func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, bool, error) {
 		}
 		unix.Close(pn.hostNS)
 		pn.hostNS = -1
-		pn.tp, _ = enterTransparent() // transparent_linux.go: nil where nf_tables is missing
+		pn.tp, _ = pn.tp.enter() // transparent_linux.go: nil where nf_tables is missing
 		return pn, false, nil
 	case sb.AllowNetwork:
 		defer pn.close()

@@ -44,13 +44,14 @@ type transparentNet struct {
 	tcp []int
 }
 
-// enterTransparent installs the rules and routes in the calling thread's
-// network namespace and opens the redirect listeners. On error the
-// proxy-variable path stays; the namespace may hold rules, or the IPv4
-// route, which without the listeners lead nowhere.
-func enterTransparent() (*transparentNet, error) {
-	// Rules first, routes last: routes without the rules would make a
-	// connect to the outside wait for a timeout instead of failing at once.
+// prepareTransparent installs the rules in the calling thread's network
+// namespace and opens the redirect listeners: the slow part (a commit of
+// nf_tables takes milliseconds), done while a pooled launcher waits. Until
+// enter adds the routes, the rules see no packet: a command without network
+// gets the namespace as it was, a connect out failing with "network
+// unreachable". On error the proxy-variable path stays; the namespace may
+// hold the rules, inert.
+func prepareTransparent() (*transparentNet, error) {
 	if err := redirectRules(); err != nil {
 		return nil, fmt.Errorf("nf_tables rules: %w", err)
 	}
@@ -63,6 +64,16 @@ func enterTransparent() (*transparentNet, error) {
 		}
 		t.tcp = append(t.tcp, fd)
 	}
+	return t, nil
+}
+
+// enter routes every destination to loopback, where the rules take it: t
+// then serves the command. On error t is closed, and the IPv4 route may be
+// there, leading a connect out to a closed port. t may be nil.
+func (t *transparentNet) enter() (*transparentNet, error) {
+	if t == nil {
+		return nil, nil
+	}
 	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
 		if err := routeToLoopback(family); err != nil {
 			t.close()
@@ -70,6 +81,15 @@ func enterTransparent() (*transparentNet, error) {
 		}
 	}
 	return t, nil
+}
+
+// enterTransparent is prepareTransparent and enter at once (the probe).
+func enterTransparent() (*transparentNet, error) {
+	t, err := prepareTransparent()
+	if err != nil {
+		return nil, err
+	}
+	return t.enter()
 }
 
 // loopbackAddr is 127.0.0.1:port or [::1]:port.
