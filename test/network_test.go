@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
 	}
 	// Without the transparent path DNS is not offered: a lookup fails at once
 	// and is recorded. (With it, the list answers: transparent_test.go.)
-	if ok, _ := jail.TransparentNetwork(); !ok {
+	if ok, _ := transparentHere(); !ok {
 		o = f.run(t, hosts, "getent hosts web.test; exit 5")
 		if o.code() != 5 || !strings.Contains(o.denied("web.test", 53), "there is no DNS inside") {
 			t.Errorf("getent: %+v %+v", o, o.Network)

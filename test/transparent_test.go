@@ -3,12 +3,12 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
-
-	"github.com/autobox-dev/autobox/jail"
 )
 
 // Network by host for every program (issue 23), end to end: programs that
@@ -21,9 +21,27 @@ import (
 // unsetProxy makes a script's tools ignore the proxy: the variables gone.
 const unsetProxy = "unset HTTP_PROXY http_proxy HTTPS_PROXY https_proxy ALL_PROXY all_proxy NODE_USE_ENV_PROXY npm_config_proxy npm_config_https_proxy; "
 
+// transparentHere reports whether this process's servers give commands the
+// transparent path, as their doctor says, and if not why.
+var transparentHere = sync.OnceValues(func() (bool, string) {
+	out, _ := exec.Command(bin, "doctor", "--json").Output()
+	var r struct {
+		Checks []struct{ Name, Status, Detail string }
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return false, "doctor --json: " + err.Error()
+	}
+	for _, c := range r.Checks {
+		if c.Name == "network by host, every program" {
+			return c.Status == "ok", c.Detail
+		}
+	}
+	return false, "doctor has no line for it (no network namespaces here)"
+})
+
 func requireTransparent(t *testing.T) {
 	t.Helper()
-	if ok, why := jail.TransparentNetwork(); !ok {
+	if ok, why := transparentHere(); !ok {
 		t.Skipf("no transparent path on this host (%s): tools that ignore the proxy variables fail closed there", why)
 	}
 }
