@@ -5,6 +5,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"sync"
@@ -172,6 +174,25 @@ func TestNetworkTransparentOnlyThroughAutobox(t *testing.T) {
 	if strings.Count(o.Stdout, "denied:") != 3 {
 		t.Errorf("udp out, tcp to the host's loopback: %+v", o)
 	}
+	// An address literal: only an entry naming it allows it, IPv4 or IPv6.
+	// The positive control is this machine's own address, where the web
+	// server listens too, named by an entry.
+	if own := ownIPv4(); own != "" {
+		get := fmt.Sprintf(`curl -sS --noproxy '*' http://%s:%s/; echo; exec 3<>/dev/tcp/2606:4700::1/80 && cat <&3`, own, f.webPort)
+		o = f.run(t, f.hosts(own+":"+f.webPort), get)
+		if !strings.HasPrefix(o.Stdout, "hello from "+own) {
+			t.Errorf("an address literal named by an entry: %+v %+v", o, o.Network)
+		}
+		o = f.run(t, f.hosts(), get)
+		if strings.Contains(o.Stdout, "hello") || o.denied(own, atoi(f.webPort)) != "not in allowHosts" {
+			t.Errorf("an address literal not named: %+v %+v", o, o.Network)
+		}
+		if o.denied("2606:4700::1", 80) != "not in allowHosts" {
+			t.Errorf("an IPv6 literal: %+v", o.Network)
+		}
+	} else {
+		t.Log("this machine has no IPv4 address but loopback: the address literal case is skipped")
+	}
 	// Lookups: an allowed name gets a synthetic address; another is refused
 	// and recorded, by the resolver of resolv.conf and by any other server.
 	o = f.run(t, f.hosts(), `getent hosts web.test; getent hosts other.test; echo "[$?]"; python3 -c '
@@ -194,4 +215,15 @@ r = s.recv(512); print("rcode", r[3] & 15)'`)
 			t.Errorf("lookup of %s: %q (%+v)", name, got, o.Network)
 		}
 	}
+}
+
+// ownIPv4 is an IPv4 address of this machine's that is not loopback, or "".
+func ownIPv4() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+			return p.Addr().String()
+		}
+	}
+	return ""
 }
