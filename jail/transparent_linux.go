@@ -235,13 +235,19 @@ func concat(parts ...[]expr.Any) []expr.Any {
 // message "T" on the launcher's connection: the redirect listeners and the DNS
 // sockets, which the proxy then serves itself (no hop through the launcher).
 // Without a transparent path, or if the proxy cannot be told, the launcher
-// keeps the DNS sockets and refuses every query (see forwarder).
+// keeps the DNS sockets and refuses every query (see forwarder), and the
+// redirect listeners are closed: a connection out is refused at once.
 func (f *forwarder) handTransparent(n *privateNet) {
-	if n.tp == nil || len(n.tp.tcp) == 0 || f.control() != nil {
+	if n.tp == nil {
 		return
 	}
 	fds := append(append([]int(nil), n.tp.tcp...), n.udp...)
+	if len(n.tp.tcp) == 0 || f.control() != nil {
+		n.tp.close()
+		return
+	}
 	if _, _, err := f.ctl.WriteMsgUnix([]byte(policy.ProxyTransparent), unix.UnixRights(fds...), nil); err != nil {
+		n.tp.close()
 		return
 	}
 	for _, fd := range fds {
