@@ -30,7 +30,17 @@ func (c *Call) serveTransparent(fds []int) {
 		case err != nil:
 		case ln != nil && c.hold(ln):
 			c.p.wg.Add(1)
-			go c.p.serveOn(ln, func(conn net.Conn) { c.serveRedirected(conn.(*net.TCPConn)) })
+			go c.p.serveOn(ln, func(conn net.Conn) {
+				// The call's and the server's connection limits, as for
+				// a connection to the proxy port.
+				if d := c.acquire(); d != nil {
+					conn.(*net.TCPConn).SetLinger(0)
+					conn.Close()
+					return
+				}
+				defer c.release()
+				c.serveRedirected(conn.(*net.TCPConn))
+			})
 		case pc != nil && c.hold(pc):
 			c.p.wg.Add(1)
 			go c.serveDNS(pc)
