@@ -125,6 +125,9 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("network by host", statusInfo, none,
 			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it; a command without network has no sockets but unix socket pairs")
 	}
+	if iso.PrivateNetwork {
+		transparentCheck(r)
+	}
 	if iso.IPCNamespace {
 		r.add("ipc namespace", statusOK, "each launcher has an IPC namespace of its own", "System V shared memory, semaphores and message queues, and POSIX message queues, die with the call")
 	} else {
@@ -142,6 +145,18 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 			"a command that lowers its processes' scores may have the OOM killer take its launcher; the call then ends as a memory kill")
 	}
 	limitChecks(r, iso)
+}
+
+// transparentCheck reports whether allowHosts holds for every program or
+// only for the tools that read the proxy variables.
+func transparentCheck(r *DoctorReport) {
+	if ok, why := jail.TransparentNetwork(); ok {
+		r.add("network by host, every program", statusOK, "nf_tables in each command's namespace: its lookups are answered by allowHosts, its TCP connections redirected to autobox's proxy",
+			"programs that ignore HTTP_PROXY (Node's fetch, database clients, Go and C programs that resolve and connect themselves) reach the listed hosts too, and nothing else")
+	} else {
+		r.add("network by host, every program", statusInfo, "only tools that read the proxy variables: "+why,
+			"allowHosts still holds for every program; a program that ignores HTTP_PROXY/ALL_PROXY fails at its lookup (the name is recorded) instead of reaching the host. The kernel needs nf_tables with NAT and redirect (CONFIG_NF_TABLES, CONFIG_NFT_NAT, CONFIG_NFT_REDIR, CONFIG_NFT_REJECT)")
+	}
 }
 
 func landlockAllows(abi int) string {

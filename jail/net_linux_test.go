@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // listeners opens a TCP and a UDP listener on loopback and an abstract unix
@@ -126,7 +127,9 @@ func testScopes(t *testing.T, m jailMode) {
 
 // fakeProxy is a seqpacket unix socket like the proxy's: it records the
 // first message of each connection (the call's preamble) and answers "ok" on
-// every socket handed over on it.
+// every socket handed over on it. Of a transparent path's sockets it serves
+// the DNS ones as the launcher would without it (refusing every query), and
+// records "transparent".
 func fakeProxy(t *testing.T) (path string, lines chan string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "proxy.sock")
@@ -151,15 +154,30 @@ func fakeProxy(t *testing.T) (path string, lines chan string) {
 				}
 				lines <- string(buf[:n])
 				for {
-					_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+					n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 					if err != nil {
 						return
+					}
+					transparent := string(buf[:n]) == policy.ProxyTransparent
+					if transparent {
+						lines <- "transparent"
 					}
 					msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
 					for i := range msgs {
 						fds, _ := unix.ParseUnixRights(&msgs[i])
 						for _, fd := range fds {
-							unix.Write(fd, []byte("ok"))
+							if typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); transparent && typ == unix.SOCK_DGRAM {
+								f := os.NewFile(uintptr(fd), "dns")
+								if pc, err := net.FilePacketConn(f); err == nil {
+									go (&forwarder{}).refuseDNS(pc)
+									t.Cleanup(func() { pc.Close() })
+								}
+								f.Close()
+								continue
+							}
+							if !transparent {
+								unix.Write(fd, []byte("ok"))
+							}
 							unix.Close(fd)
 						}
 					}
@@ -214,7 +232,13 @@ func TestPrivateNetwork(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Error("no connection reached the proxy")
 		}
-		if len(res.Lookups) != 1 || res.Lookups[0] != "example.com" {
+		// With the transparent path the proxy answers DNS (and reports the
+		// names), else the launcher does.
+		transparent := len(lines) > 0 && <-lines == "transparent"
+		if ok, _ := TransparentNetwork(); ok != transparent {
+			t.Errorf("transparent path handed over: %v, probed: %v", transparent, ok)
+		}
+		if !transparent && (len(res.Lookups) != 1 || res.Lookups[0] != "example.com") {
 			t.Errorf("lookups reported: %v", res.Lookups)
 		}
 		// Pooled: no network, an empty namespace; the whole network, the host's.

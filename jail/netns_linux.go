@@ -32,6 +32,8 @@ type privateNet struct {
 	hostNS int   // the host's network namespace, to go back to
 	tcp    []int // listeners on ProxyPort
 	udp    []int // DNS sockets on port 53
+
+	tp *transparentNet // transparent path (transparent_linux.go), nil without
 }
 
 // enterPrivateNet moves the calling thread into a new network namespace with
@@ -73,6 +75,7 @@ func enterPrivateNet() (*privateNet, error) {
 			n.udp = append(n.udp, fd)
 		}
 	}
+	n.tp, _ = prepareTransparent() // transparent_linux.go: nil where nf_tables is missing
 	return n, nil
 }
 
@@ -120,6 +123,8 @@ func (n *privateNet) closeListeners() {
 		unix.Close(fd)
 	}
 	n.tcp, n.udp = nil, nil
+	n.tp.close() // transparent_linux.go
+	n.tp = nil
 }
 
 func (n *privateNet) close() {
@@ -169,6 +174,7 @@ func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, bool, error) {
 		}
 		unix.Close(pn.hostNS)
 		pn.hostNS = -1
+		pn.tp, _ = pn.tp.enter() // transparent_linux.go: nil where nf_tables is missing
 		return pn, false, nil
 	case sb.AllowNetwork:
 		defer pn.close()
@@ -204,6 +210,7 @@ const maxLookups = 32
 // on them takes no thread (a thread per blocking descriptor would have to be
 // made at the start of the call).
 func (f *forwarder) serve(n *privateNet) {
+	f.handTransparent(n) // transparent_linux.go: its listeners and DNS go to the proxy
 	for _, fd := range n.tcp {
 		file := os.NewFile(uintptr(fd), "proxy-listener")
 		ln, err := net.FileListener(file)
@@ -239,6 +246,13 @@ func (f *forwarder) accept(ln net.Listener) {
 }
 
 func (f *forwarder) handOver(fd int) {
+	if f.control() == nil {
+		_, _, _ = f.ctl.WriteMsgUnix([]byte{0}, unix.UnixRights(fd), nil)
+	}
+}
+
+// control connects to the proxy, once.
+func (f *forwarder) control() error {
 	f.dialOnce.Do(func() {
 		c, err := net.Dial("unixpacket", f.socket)
 		if err != nil {
@@ -248,9 +262,7 @@ func (f *forwarder) handOver(fd int) {
 		f.ctl = c.(*net.UnixConn)
 		_, f.ctlErr = io.WriteString(f.ctl, policy.ProxyPreamble+f.token+"\n")
 	})
-	if f.ctlErr == nil {
-		_, _, _ = f.ctl.WriteMsgUnix([]byte{0}, unix.UnixRights(fd), nil)
-	}
+	return f.ctlErr
 }
 
 // refuseDNS answers every query on pc with REFUSED and keeps the name asked.

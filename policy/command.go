@@ -46,3 +46,8 @@ type Exit struct {
 // ProxyPreamble starts every connection to the proxy's socket, followed by the
 // call's token and a newline (see Command.ProxyToken).
 const ProxyPreamble = "AUTOBOX-PROXY "
+
+// ProxyTransparent is the message on a launcher's connection to the proxy
+// that carries the listeners and DNS sockets of the command's transparent
+// path (redirected connections and lookups), for the proxy to serve.
+const ProxyTransparent = "T"

@@ -27,8 +27,9 @@ type Denial struct {
 
 func (d *Denial) Error() string { return d.Target() + ": " + d.Reason }
 
-// Target is the host:port that was refused ("*" for a connection refused
-// before its host was known: see acquire).
+// Target is the host:port that was refused, or the host alone for port 0:
+// a connection refused before its host was known (see acquire, Host "*"),
+// or a name the transparent path's resolver refused (for every port).
 func (d *Denial) Target() string {
 	if d.Port == 0 {
 		return d.Host
@@ -91,12 +92,23 @@ func (c *Call) dialAddr(ctx context.Context, network, addr string) (net.Conn, er
 
 // dial checks host:port, resolves it once and connects to a checked address.
 func (c *Call) dial(ctx context.Context, host string, port uint16) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
-	defer stop()
 	host = policy.NormalizeHost(host)
 	addrs, d := c.check(ctx, host, port)
+	return c.dialChecked(ctx, host, port, addrs, d)
+}
+
+// bound limits ctx to one connection attempt and to the call.
+func (c *Call) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// dialChecked records the denial d, or connects to the first of addrs that
+// answers (checked for host:port) and records that.
+func (c *Call) dialChecked(ctx context.Context, host string, port uint16, addrs []netip.Addr, d *Denial) (net.Conn, error) {
 	if d != nil {
 		c.rec.deny(*d)
 		return nil, d
@@ -117,36 +129,41 @@ func (c *Call) dial(ctx context.Context, host string, port uint16) (net.Conn, er
 // check returns the addresses host:port may be dialled at, in order, or the
 // denial.
 func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Addr, *Denial) {
-	deny := func(reason string) ([]netip.Addr, *Denial) {
-		return nil, &Denial{Host: host, Port: int(port), Reason: reason}
-	}
-	notListed := func() ([]netip.Addr, *Denial) {
-		if c.allow.AllowsHostOnSomePort(host) {
-			return deny(fmt.Sprintf("port %d not allowed", port))
-		}
-		return deny("not in allowHosts")
-	}
 	if addr, err := netip.ParseAddr(host); err == nil {
 		// An address literal: only an entry naming it allows it, and then
 		// whatever it is (the user named it).
 		if !c.allow.NamesAddr(addr, port) {
-			return notListed()
+			return nil, c.notListed(host, port)
 		}
 		return []netip.Addr{addr.Unmap()}, nil
 	}
 	if host == "localhost" {
 		if !c.allow.NamesAddr(netip.MustParseAddr("127.0.0.1"), port) {
-			return notListed()
+			return nil, c.notListed(host, port)
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
 	if !c.allow.AllowsName(host, port) {
-		return notListed()
+		return nil, c.notListed(host, port)
 	}
 	addrs, err := c.p.resolver.lookup(ctx, host)
 	if err != nil {
-		return deny("does not resolve: " + err.Error())
+		return nil, &Denial{Host: host, Port: int(port), Reason: "does not resolve: " + err.Error()}
 	}
+	return c.usable(host, port, addrs)
+}
+
+// notListed is the denial of host:port that no entry allows.
+func (c *Call) notListed(host string, port uint16) *Denial {
+	if c.allow.AllowsHostOnSomePort(host) {
+		return &Denial{Host: host, Port: int(port), Reason: fmt.Sprintf("port %d not allowed", port)}
+	}
+	return &Denial{Host: host, Port: int(port), Reason: "not in allowHosts"}
+}
+
+// usable returns those of addrs, what the allowed name host resolved to, that
+// the address rules let a connection on port reach, or the denial if none.
+func (c *Call) usable(host string, port uint16, addrs []netip.Addr) ([]netip.Addr, *Denial) {
 	var ok []netip.Addr
 	why := ""
 	for _, a := range addrs {
@@ -158,7 +175,7 @@ func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Add
 		ok = append(ok, a)
 	}
 	if len(ok) == 0 {
-		return deny("resolves to " + why)
+		return nil, &Denial{Host: host, Port: int(port), Reason: "resolves to " + why}
 	}
 	return ok, nil
 }
@@ -167,7 +184,7 @@ func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Add
 // (Go's resolver), and knows this machine's interface addresses.
 type resolver struct {
 	r     *net.Resolver
-	fixed map[string][]netip.Addr // ResolveEnv
+	fixed map[string][][]netip.Addr // ResolveEnv: the answers in turn, the last one then kept
 	// lookupHook, if set, answers instead (tests).
 	lookupHook func(host string) ([]netip.Addr, error)
 
@@ -177,21 +194,29 @@ type resolver struct {
 }
 
 // ResolveEnv, in the server's environment, fixes what names resolve to for the
-// proxy: "name=addr[,addr...][;name=...]". For tests (which cannot change the
-// machine's DNS) and for debugging; the address rules still apply.
+// proxy: "name=addr[,addr...][;name=...]". An answer may be followed by
+// others, ">addr[,addr...]": the next lookup gets the next one (a name that
+// changes its answer, as in DNS rebinding). For tests (which cannot change
+// the machine's DNS) and for debugging; the address rules still apply.
 const ResolveEnv = "AUTOBOX_PROXY_RESOLVE"
 
 func newResolver() *resolver {
-	r := &resolver{r: net.DefaultResolver, fixed: map[string][]netip.Addr{}}
+	r := &resolver{r: net.DefaultResolver, fixed: map[string][][]netip.Addr{}}
 	for _, entry := range strings.Split(os.Getenv(ResolveEnv), ";") {
-		name, addrs, ok := strings.Cut(entry, "=")
+		name, answers, ok := strings.Cut(entry, "=")
 		if !ok {
 			continue
 		}
-		for _, s := range strings.Split(addrs, ",") {
-			if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil {
-				name := policy.NormalizeHost(strings.TrimSpace(name))
-				r.fixed[name] = append(r.fixed[name], a)
+		name = policy.NormalizeHost(strings.TrimSpace(name))
+		for _, answer := range strings.Split(answers, ">") {
+			var addrs []netip.Addr
+			for _, s := range strings.Split(answer, ",") {
+				if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil {
+					addrs = append(addrs, a)
+				}
+			}
+			if len(addrs) > 0 {
+				r.fixed[name] = append(r.fixed[name], addrs)
 			}
 		}
 	}
@@ -202,9 +227,15 @@ func (r *resolver) lookup(ctx context.Context, host string) ([]netip.Addr, error
 	if r.lookupHook != nil {
 		return r.lookupHook(host)
 	}
-	if addrs, ok := r.fixed[host]; ok {
-		return addrs, nil
+	r.mu.Lock()
+	if answers, ok := r.fixed[host]; ok {
+		if len(answers) > 1 {
+			r.fixed[host] = answers[1:]
+		}
+		r.mu.Unlock()
+		return answers[0], nil
 	}
+	r.mu.Unlock()
 	addrs, err := r.r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		var de *net.DNSError

@@ -153,7 +153,7 @@ func (p *Proxy) handle(conn net.Conn) {
 	if !ok {
 		return
 	}
-	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(4*4))
+	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(4*8))
 	uc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, _, _, _, err := uc.ReadMsgUnix(buf, oob)
 	if err != nil {
@@ -170,9 +170,13 @@ func (p *Proxy) handle(conn net.Conn) {
 	defer c.untrack(conn)
 	uc.SetReadDeadline(time.Time{})
 	for {
-		_, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+		n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
 		if err != nil {
 			return
+		}
+		if string(buf[:n]) == policy.ProxyTransparent {
+			c.serveTransparent(passedFDs(oob[:oobn]))
+			continue
 		}
 		for _, fd := range passedFDs(oob[:oobn]) {
 			// Past the call's or the server's limit, closed before anything
@@ -268,10 +272,12 @@ type Call struct {
 	rec    recorder
 	held   limiter // connections open (see acquire)
 
-	mu            sync.Mutex
-	conns         map[net.Conn]bool
-	httpTransport *http.Transport // made by the first forwarded request
-	closed        bool
+	mu             sync.Mutex
+	conns          map[net.Conn]bool
+	transparentFDs []io.Closer     // the transparent path's listeners and DNS sockets
+	fake           fakeNames       // the transparent path's names
+	httpTransport  *http.Transport // made by the first forwarded request
+	closed         bool
 }
 
 // Token is what a connection's preamble names the call by.
@@ -293,6 +299,9 @@ func (c *Call) Close() Record {
 	for conn := range c.conns {
 		conns = append(conns, conn)
 	}
+	for _, h := range c.transparentFDs {
+		h.Close()
+	}
 	c.mu.Unlock()
 	// Unlocked: a counted connection's Close untracks itself.
 	for _, conn := range conns {
@@ -313,6 +322,18 @@ func (c *Call) track(conn net.Conn) bool {
 		return false
 	}
 	c.conns[conn] = true
+	return true
+}
+
+// hold keeps x until the call closes, or closes it now if it has.
+func (c *Call) hold(x io.Closer) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		x.Close()
+		return false
+	}
+	c.transparentFDs = append(c.transparentFDs, x)
 	return true
 }
 

@@ -7,7 +7,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -65,6 +67,23 @@ func main() {
 			c.Close()
 			fmt.Println("ok connected")
 		}
+	case "tcp-read":
+		// tcp-read HOST:PORT: connect (resolving a name itself) and print the first line
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", a[0], 5*time.Second)
+		if err == nil {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			b := make([]byte, 256)
+			var n int
+			n, err = c.Read(b)
+			c.Close()
+			if err == nil {
+				fmt.Printf("ok read %s", b[:n])
+			}
+		}
+	case "http-get":
+		// http-get URL: a Go client that ignores the proxy variables
+		err = httpGet(a[0])
 	case "udp":
 		var c net.Conn
 		c, err = net.Dial("udp", a[0])
@@ -286,4 +305,19 @@ func attackPid(how string, ppid int) error {
 		return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}
 	return fmt.Errorf("unknown attack %q", how)
+}
+
+func httpGet(url string) error {
+	c := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ok %d %s\n", resp.StatusCode, b)
+	return nil
 }

@@ -1,0 +1,89 @@
+package jail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// transparentProbeEnv makes this program, at its start, set up the
+// transparent path in the network namespace it was started in and exit
+// (probeTransparentInside): how TransparentNetwork learns whether the
+// kernel lets a launcher do it.
+const transparentProbeEnv = "AUTOBOX_TRANSPARENT_PROBE"
+
+func init() {
+	if os.Getenv(transparentProbeEnv) == "1" {
+		os.Exit(probeTransparentInside())
+	}
+}
+
+// TransparentNetwork reports whether a command with allowHosts also gets the
+// transparent path (every program's connections and lookups, not only those
+// of tools that read the proxy variables), and if not, why not. Probed once,
+// in a network namespace made as a launcher's is.
+func TransparentNetwork() (ok bool, why string) {
+	r := transparentProbe()
+	if r == nil {
+		return true, ""
+	}
+	return false, r.Error()
+}
+
+var transparentProbe = sync.OnceValue(func() error {
+	if !Isolations().PrivateNetwork {
+		return errors.New("commands get no network namespace of their own here")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program: %w", err)
+	}
+	sys := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	env := []string{transparentProbeEnv + "=1"}
+	if launcherMode() == nsUser {
+		userNSAttr(sys)
+		env = append(env, userNSEnv+"=1")
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = sys
+	cmd.WaitDelay = time.Second
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // Pdeathsig is the forking thread's
+		done <- cmd.Run()
+	}()
+	if err := <-done; err != nil {
+		if msg := strings.TrimSpace(out.String()); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
+})
+
+// probeTransparentInside sets up what a launcher sets up for the transparent
+// path, in this process's (new) network namespace, and says what failed.
+func probeTransparentInside() int {
+	runtime.LockOSThread()
+	if err := loopbackUp(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t, err := enterTransparent()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t.close()
+	return 0
+}
