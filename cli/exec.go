@@ -113,7 +113,7 @@ func (e *env) printOutput(cmd string, out *supervisor.ExecOutput, running bool) 
 		reason, rest, _ := strings.Cut(stderr, "\n")
 		stderr = wordsOf("exec").say(reason) + "\n" + rest
 	}
-	io.WriteString(e.stderr, stderr)
+	io.WriteString(e.stderr, notesInFlagWords(stderr))
 	if running {
 		return ExitOK
 	}
@@ -181,4 +181,20 @@ func (f *envFlag) Set(v string) error {
 	}
 	*f = append(*f, v)
 	return nil
+}
+
+// notesInFlagWords puts autobox's own notes at the end of a command's stderr
+// ("[autobox: maxProcesses 3 refused ...]") in the command line's words.
+func notesInFlagWords(stderr string) string {
+	lines := strings.SplitAfter(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i] == "" {
+			continue
+		}
+		if !strings.HasPrefix(lines[i], "[autobox: ") {
+			break
+		}
+		lines[i] = wordsOf("exec").say(lines[i])
+	}
+	return strings.Join(lines, "")
 }

@@ -337,6 +337,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
 	}
+	c.noteRefusals(out, tree, killedBy)
 	if pc != nil {
 		for _, name := range res.Lookups {
 			pc.Deny(proxy.LookupDenial(name))
