@@ -344,10 +344,8 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		}
 		rec := pc.Close()
 		out.Network = &rec
-		if out.Killed || out.ExitCode == nil || *out.ExitCode != 0 {
-			out.Stderr += rec.DeniedBlock()
-		}
 	}
+	c.noteNetwork(out, out.Network)
 	return out, nil
 }
 
