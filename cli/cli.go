@@ -198,7 +198,7 @@ func (e *env) printHelp(fs *flag.FlagSet, help string) {
 
 // opt is a numeric flag that remembers whether it was given, so an absent flag leaves
 // the tool's default in force.
-type opt[T int | int64] struct {
+type opt[T ~int | ~int64] struct {
 	v     *T
 	parse func(string) (T, error)
 }
