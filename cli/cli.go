@@ -81,6 +81,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return e.doctor(args[1:])
 	case "session":
 		return e.session(args[1:])
+	case "cache":
+		return e.cache(args[1:])
 	}
 	fmt.Fprintf(stderr, "autobox: unknown command %q (js, exec, ws, batch, doctor, session)\n", args[0])
 	return ExitUsage
