@@ -81,6 +81,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return e.doctor(args[1:])
 	case "session":
 		return e.session(args[1:])
+	case "cache":
+		return e.cache(args[1:])
 	}
 	fmt.Fprintf(stderr, "autobox: unknown command %q (js, exec, ws, batch, doctor, session)\n", args[0])
 	return ExitUsage
@@ -198,7 +200,7 @@ func (e *env) printHelp(fs *flag.FlagSet, help string) {
 
 // opt is a numeric flag that remembers whether it was given, so an absent flag leaves
 // the tool's default in force.
-type opt[T int | int64] struct {
+type opt[T ~int | ~int64] struct {
 	v     *T
 	parse func(string) (T, error)
 }

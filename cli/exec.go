@@ -61,6 +61,8 @@ func (e *env) exec(args []string) int {
 	fs.Var(&cols, "cols", "--tty: the terminal's width (default 80)")
 	var r resourceFlags
 	r.register(fs)
+	var caches cacheFlag
+	fs.Var(&caches, "cache", "a tool cache kept between calls (repeatable): npm, pip, go or cargo (see autobox cache)")
 	var vars envFlag
 	fs.Var(&vars, "env", "NAME=VALUE: an environment variable for the command (repeatable), e.g. --env CI=1 --env 'PATH=/usr/local/go/bin:$PATH'; NAME alone passes your own value")
 	// ARGV starts at the first non-flag or after "--": flags after it are the command's.
@@ -84,6 +86,7 @@ func (e *env) exec(args []string) int {
 		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v,
 		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
 	in.Env = vars
+	in.Caches = caches
 	if yield.v != nil {
 		return e.execYield(in, l.json)
 	}
@@ -113,7 +116,7 @@ func (e *env) printOutput(cmd string, out *supervisor.ExecOutput, running bool) 
 		reason, rest, _ := strings.Cut(stderr, "\n")
 		stderr = wordsOf("exec").say(reason) + "\n" + rest
 	}
-	io.WriteString(e.stderr, stderr)
+	io.WriteString(e.stderr, notesInFlagWords(stderr))
 	if running {
 		return ExitOK
 	}
@@ -181,4 +184,20 @@ func (f *envFlag) Set(v string) error {
 	}
 	*f = append(*f, v)
 	return nil
+}
+
+// notesInFlagWords puts autobox's own notes at the end of a command's stderr
+// ("[autobox: maxProcesses 3 refused ...]") in the command line's words.
+func notesInFlagWords(stderr string) string {
+	lines := strings.SplitAfter(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i] == "" {
+			continue
+		}
+		if !strings.HasPrefix(lines[i], "[autobox: ") {
+			break
+		}
+		lines[i] = wordsOf("exec").say(lines[i])
+	}
+	return strings.Join(lines, "")
 }

@@ -26,7 +26,7 @@ var commandWords = map[string]words{
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
 	},
 	"exec": {
-		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "cwd": "--cwd",
+		"timeoutMs": "--timeout", "memoryMb": "--memory", "allowNetwork": "--network", "allowHosts": "--allow-host", "cwd": "--cwd", "caches": "--cache",
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
 		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",

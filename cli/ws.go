@@ -14,6 +14,7 @@ import (
 const wsHelp = `Usage: autobox ws create [flags] HOST SANDBOX
        autobox ws status|sync|discard [--json] ID
        autobox ws list [--json]
+       autobox ws prune --older-than D [--include-unsynced] [--dry-run]
 
 Persistent writable copies of a host directory, exactly as the copy_then_sync tool
 makes them. The host directory is unchanged until an explicit sync.
@@ -23,7 +24,9 @@ makes them. The host directory is unchanged until an explicit sync.
   status   the changes sync would make, and the conflicts that would stop it
   sync     apply the workspace's changes to HOST; conflicts abort with nothing applied
   discard  delete the workspace and its unsynced changes (never touches HOST)
-  list     every workspace: id, source, sandbox path, age, unsynced changes
+  list     every workspace: id, source, sandbox path, age, size on disk, unsynced changes
+  prune    discard the workspaces created more than D ago (e.g. 7d, 12h); those with
+           unsynced changes are kept (and named) unless --include-unsynced
 
 Edit a workspace with autobox js/exec --workspace ID, or any MCP client. Records live
 in $AUTOBOX_STATE_DIR (default ~/.local/state/autobox); another autobox process
@@ -39,6 +42,7 @@ Examples:
   autobox ws sync "$id" && autobox ws discard "$id"
   autobox ws create --copy-mode auto --storage /data/ws /data/src /mnt/src --json
   autobox ws list --json | jq -r '.[] | select(.dirty) | .workspaceId'
+  autobox ws prune --older-than 7d --dry-run
 `
 
 // listFlag collects a repeatable string flag.
@@ -54,7 +58,11 @@ func (e *env) ws(args []string) int {
 	copyMode := fs.String("copy-mode", "", "create: clone (copy-on-write only, the default) or auto (ordinary copy where cloning is impossible)")
 	var excludes listFlag
 	fs.Var(&excludes, "exclude", "create: a relative path or subtree to leave out, e.g. node_modules (repeatable)")
-	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "discard", "list")
+	olderThan := optDays()
+	fs.Var(&olderThan, "older-than", "prune: age of the workspaces to discard: a duration such as 7d, 12h or 30m")
+	includeUnsynced := fs.Bool("include-unsynced", false, "prune: discard workspaces with unsynced changes too")
+	dryRun := fs.Bool("dry-run", false, "prune: say what would be discarded, and discard nothing")
+	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "discard", "list", "prune")
 	if done {
 		return status
 	}
@@ -69,8 +77,22 @@ func (e *env) ws(args []string) int {
 			}
 		}
 	}
+	if action != "prune" {
+		for _, f := range []string{"older-than", "include-unsynced", "dry-run"} {
+			if given(fs, f) {
+				return e.usage("ws", "--%s is for prune only", f)
+			}
+		}
+	}
 	in := &supervisor.WorkspaceInput{Action: action}
 	switch action {
+	case "prune":
+		if len(pos) != 0 {
+			return e.usage("ws", "prune takes no arguments")
+		}
+		if olderThan.v == nil {
+			return e.usage("ws", "prune needs --older-than, e.g. --older-than 7d")
+		}
 	case "list":
 		if len(pos) != 0 {
 			return e.usage("ws", "list takes no arguments")
@@ -102,6 +124,9 @@ func (e *env) ws(args []string) int {
 		return e.fail("ws "+action, err)
 	}
 	defer s.Close()
+	if action == "prune" {
+		return e.prune(s, *olderThan.v, *includeUnsynced, *dryRun, *jsonOut)
+	}
 	if action == "list" {
 		sums, err := s.ListWorkspaces(e.ctx)
 		if err != nil {
@@ -203,7 +228,7 @@ func printConflicts(w io.Writer, conflicts []store.Conflict) {
 func printList(w io.Writer, sums []store.Summary, now time.Time) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSOURCE\tSANDBOX\tAGE\tUNSYNCED")
+	fmt.Fprintln(tw, "ID\tSOURCE\tSANDBOX\tAGE\tSIZE\tUNSYNCED")
 	for _, s := range sums {
 		unsynced := "no"
 		switch {
@@ -212,7 +237,7 @@ func printList(w io.Writer, sums []store.Summary, now time.Time) error {
 		case s.Dirty:
 			unsynced = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, shown(s.Source), shown(s.SandboxPath), age(now.Sub(s.Created)), unsynced)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, shown(s.Source), shown(s.SandboxPath), age(now.Sub(s.Created)), size(s.SizeBytes), unsynced)
 	}
 	tw.Flush()
 	return ew.err

@@ -111,6 +111,8 @@ type Summary struct {
 	SandboxPath string    `json:"sandboxPath"`
 	Storage     string    `json:"storagePath"`
 	Created     time.Time `json:"created"`
+	CopyMode    string    `json:"copyMode"`
+	SizeBytes   int64     `json:"sizeBytes"`       // space on disk of its baseline and working tree (see diskUsage)
 	Dirty       bool      `json:"dirty"`           // the working tree has unsynced changes
 	Error       string    `json:"error,omitempty"` // why Dirty could not be computed
 }
@@ -234,7 +236,7 @@ func (s *Store) List(ctx context.Context) ([]Summary, error) {
 	}
 	out := make([]Summary, 0, len(recs))
 	for _, r := range recs {
-		sum := Summary{ID: r.ID, Source: r.Source, SandboxPath: r.SandboxPath, Storage: r.Storage, Created: r.Created}
+		sum := Summary{ID: r.ID, Source: r.Source, SandboxPath: r.SandboxPath, Storage: r.Storage, Created: r.Created, CopyMode: r.CopyMode, SizeBytes: diskUsage(filepath.Join(r.Storage, r.ID))}
 		dirty, err := s.dirty(ctx, r)
 		if err != nil {
 			sum.Error = err.Error()

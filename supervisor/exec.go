@@ -38,6 +38,7 @@ type ExecInput struct {
 	TTY          bool               `json:"tty,omitempty" jsonschema:"run the command on a pseudo-terminal (isatty is true; stdout and stderr arrive together as stdout, with the terminal's bytes); with yieldMs, write control keys such as \\u0003 (Ctrl-C)"`
 	Rows         *int               `json:"rows,omitempty" jsonschema:"tty: the terminal's height in lines"`
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
+	Caches       []string           `json:"caches,omitempty" jsonschema:"tool caches kept between calls, mounted read-write and set through the tool's variables: npm (npm_config_cache), pip (PIP_CACHE_DIR), go (GOCACHE, GOMODCACHE), cargo (CARGO_HOME); the user's own, outside every mount"`
 	Env          []string           `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"] ($PATH in PATH is the default PATH; sandbox paths in values are rewritten to host paths); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
 }
 
@@ -80,6 +81,7 @@ type execCall struct {
 	tty        bool
 	rows, cols int
 	env        []string // the call's own variables, KEY=VALUE
+	caches     callCaches
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -124,6 +126,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	if c.env, err = validateEnv(in.Env, c.mounts); err != nil {
+		return nil, err
+	}
+	if c.caches, err = resolveCaches(in.Caches, c.mounts); err != nil {
 		return nil, err
 	}
 	c.argv = make([]string, len(in.Command))
@@ -189,7 +194,8 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		cwd = scratch
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
-	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(commandEnv(scratch), c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
+	sb.ReadWrite = append(sb.ReadWrite, c.caches.dirs...)
+	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(overlayEnv(commandEnv(scratch), c.caches.env), c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	pc, err := s.proxyCall(ctx, c, cmd)
 	if err != nil {
 		return nil, err
@@ -338,16 +344,15 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
 	}
+	c.noteRefusals(out, tree, killedBy)
 	if pc != nil {
 		for _, name := range res.Lookups {
 			pc.Deny(proxy.LookupDenial(name))
 		}
 		rec := pc.Close()
 		out.Network = &rec
-		if out.Killed || out.ExitCode == nil || *out.ExitCode != 0 {
-			out.Stderr += rec.DeniedBlock()
-		}
 	}
+	c.noteNetwork(out, out.Network)
 	return out, nil
 }
 

@@ -136,7 +136,8 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		out.Result = res.Result
 	}
 	if res.Error != "" {
-		out.Error = &res.Error
+		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork)
+		out.Error = &msg
 	}
 	if res.Logs != nil {
 		out.Logs = res.Logs
@@ -257,4 +258,19 @@ func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string,
 		return nil, fmt.Errorf("JS worker: %s", w.describeExit(err))
 	}
 	return m.Result.Logs, nil
+}
+
+// networkHint is what a script that reached for the network without it is
+// told to do: fetch and net exist only with allowHosts or allowNetwork, and
+// "fetch is not defined" alone does not say so.
+func networkHint(msg string, network bool) string {
+	if network {
+		return ""
+	}
+	for _, name := range []string{"fetch", "net"} {
+		if strings.Contains(msg, name+" is not defined") {
+			return fmt.Sprintf(" (%s exists only with network: pass allowHosts, e.g. [\"api.example.com\"], to fetch from those hosts, or allowNetwork: true for any host; this call has no network)", name)
+		}
+	}
+	return ""
 }

@@ -134,6 +134,8 @@ type Usage struct {
 	MaxRSSMb  float64 `json:"maxRssMb" jsonschema:"most memory the tree held at once, in MB: its processes' own (anonymous and shared), sampled, or the peak of its largest process"`
 	Processes int     `json:"processes" jsonschema:"most processes and threads alive at once in the tree"`
 	WrittenMb float64 `json:"writtenMb" jsonschema:"MB the tree wrote to files (rw mounts, workspaces, scratch)"`
+	// ForksRefused: see refusals.go.
+	ForksRefused int `json:"forksRefused,omitempty" jsonschema:"forks the kernel refused at maxProcesses (EAGAIN), where it counts them; a note at the end of stderr says so"`
 }
 
 func usageOf(u policy.Usage) Usage {

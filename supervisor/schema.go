@@ -137,6 +137,8 @@ var inputRules = map[string]map[string][]rule{
 	}),
 	"exec_command": withMounts(limitRules(map[string][]rule{
 		"command":      {items(1, maxArgs)},
+		"caches/items": {choices(true, "npm", "pip", "go", "cargo")},
+		"env":          {items(0, maxEnvVars)},
 		"timeoutMs":    {execTimeoutMs.sessionRule(sessionTimeoutMs)},
 		"memoryMb":     {execMemoryMb.rule()},
 		"allowNetwork": {byDefault(false)},

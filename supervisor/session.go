@@ -271,6 +271,8 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 	}
 	env := commandEnv(scratch)
 	sb := commandPolicy(c.mounts, scratch, c.net)
+	sb.ReadWrite = append(sb.ReadWrite, c.caches.dirs...)
+	env = overlayEnv(env, c.caches.env)
 	if io.tty {
 		env = ttyEnv(env)
 		// The terminal's own node, so that the command finds its name (tty,

@@ -46,6 +46,7 @@ Usage:
   autobox ws create|status|sync|discard|list   workspaces (copy_then_sync)
   autobox batch [--jobs N] [FILE] run JSON Lines of tool calls, crash-isolated
   autobox doctor          what this host enforces
+  autobox cache clear|dir tool caches that calls opt into (exec --cache)
   autobox task workspace|wrap|run|endpoint|stop|cleanup|list   per-task sandboxes for agent harnesses
   autobox version         print the version
   autobox help            this text
@@ -101,7 +102,7 @@ func main() {
 	switch args[0] {
 	case "serve":
 		os.Exit(serve(args[1:]))
-	case "js", "exec", "ws", "batch", "doctor", "session":
+	case "js", "exec", "ws", "batch", "doctor", "session", "cache":
 		os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 	case "task":
 		os.Exit(task.Main(args[1:], os.Stdin, os.Stdout, os.Stderr))

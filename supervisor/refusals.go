@@ -1,0 +1,36 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// What the sandbox refused a command without ending it: a fork past
+// maxProcesses fails with EAGAIN, and a command that gives up by itself
+// ("sh: 0: Cannot fork", exit 2) would leave nothing in its result that says a
+// limit did it. Every result counts the refusals in usage and notes them in
+// stderr, whoever ended the call. The kernel counts them where the command has
+// a pids cgroup of its own (jail.Tree.ForksRefused); under RLIMIT_NPROC alone
+// (an ordinary user's user namespaces) they are not counted, and the watchdog's
+// hold at the limit is what ends a command that keeps trying.
+
+// forkCounter is a tree that can tell how many forks its process limit refused.
+type forkCounter interface{ ForksRefused() int }
+
+// noteRefusals sets out.Usage.ForksRefused and, unless the call was killed at
+// the process limit (whose reason says it already), appends a note to stderr.
+func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
+	fc, ok := t.(forkCounter)
+	if !ok {
+		return
+	}
+	n := fc.ForksRefused()
+	if n <= 0 {
+		return
+	}
+	out.Usage.ForksRefused = n
+	if strings.HasPrefix(killedBy, "process limit exceeded") {
+		return
+	}
+	out.Stderr += fmt.Sprintf("[autobox: maxProcesses %d refused %d fork(s) of this command (EAGAIN: \"Cannot fork\", \"Resource temporarily unavailable\"); if it needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, n)
+}
