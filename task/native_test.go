@@ -324,7 +324,10 @@ func TestNativeLimits(t *testing.T) {
 	root, tasks := newRepo(t), tasksDir(t)
 	n := newNative(t, root, tasks, &NativeOptions{Limits: &policy.Limits{Processes: 10, WriteBytes: 8 << 20, OpenFiles: 64}})
 	code, out := runScript(t, n, "lim", `ulimit -n; dd if=/dev/zero of=one bs=1M count=9 status=none; echo dd=$?`)
-	if code != 0 || !strings.HasPrefix(out, "64\n") || !strings.Contains(out, "File too large") || !strings.Contains(out, "dd=1") {
+	// The one file stops at the limit of all writes together too: the few
+	// bytes the harness writes besides may end it as a disk kill, which holds
+	// the same bound.
+	if code != 0 && code != exitDisk || !strings.HasPrefix(out, "64\n") || !strings.Contains(out, "File too large") || !strings.Contains(out, "dd=1") {
 		t.Errorf("open files and one file past the write limit: status %d\n%s", code, out)
 	}
 	code, out = runScript(t, n, "lim", `for i in 1 2 3 4; do dd if=/dev/zero of=f$i bs=1M count=3 status=none; sleep 0.05; done; echo wrote`)
