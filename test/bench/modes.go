@@ -63,7 +63,7 @@ func benchModes(ctx context.Context, bin string, cs *mcp.ClientSession, n int, r
 		for _, m := range modes {
 			m.d = append(m.d, execEcho(ctx, m.cs, args))
 		}
-		time.Sleep(100 * time.Millisecond) // agent speed: the launcher pools have refilled
+		time.Sleep(modesPause) // agent speed: the launcher pools have refilled
 	}
 	p50 := map[string]float64{}
 	for _, m := range modes {
@@ -87,3 +87,11 @@ func connectCmd(ctx context.Context, cmd *exec.Cmd) *mcp.ClientSession {
 	check(err)
 	return cs
 }
+
+// modesPause spaces the calls of benchModes (AUTOBOX_BENCH_PAUSE, default 100ms).
+var modesPause = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("AUTOBOX_BENCH_PAUSE")); err == nil {
+		return d
+	}
+	return 100 * time.Millisecond
+}()
