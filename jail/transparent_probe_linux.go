@@ -1,16 +1,13 @@
 package jail
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // transparentProbeEnv makes this program, at its start, set up the
@@ -53,22 +50,8 @@ var transparentProbe = sync.OnceValue(func() error {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = sys
-	cmd.WaitDelay = time.Second
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // Pdeathsig is the forking thread's
-		done <- cmd.Run()
-	}()
-	if err := <-done; err != nil {
-		if msg := strings.TrimSpace(out.String()); msg != "" {
-			return errors.New(msg)
-		}
-		return err
-	}
-	return nil
+	return runProbe(cmd)
 })
 
 // probeTransparentInside sets up what a launcher sets up for the transparent

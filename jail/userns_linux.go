@@ -157,9 +157,20 @@ func probeUserNamespaces(exe string) error {
 	userNSAttr(sys)
 	cmd := exec.Command(exe, "worker", "exec")
 	cmd.Env = []string{userNSProbeEnv + "=1", userNSEnv + "=1"}
+	cmd.SysProcAttr = sys
+	err := runProbe(cmd)
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EACCES) {
+		return fmt.Errorf("clone(CLONE_NEWUSER) refused: %w", err)
+	}
+	return err
+}
+
+// runProbe runs a probe child (its SysProcAttr with Pdeathsig set) to its
+// end and returns nil, or what the probe said on its output as the error
+// (the start's own error, wrapped, if it said nothing).
+func runProbe(cmd *exec.Cmd) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = sys
 	cmd.WaitDelay = time.Second
 	done := make(chan error, 1)
 	// Pdeathsig is the forking thread's: keep it until the probe is reaped.
@@ -167,17 +178,14 @@ func probeUserNamespaces(exe string) error {
 		runtime.LockOSThread()
 		done <- cmd.Run()
 	}()
-	if err := <-done; err != nil {
-		msg := strings.TrimSpace(out.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EACCES) {
-			msg = "clone(CLONE_NEWUSER) refused: " + err.Error()
-		}
+	err := <-done
+	if err == nil {
+		return nil
+	}
+	if msg := strings.TrimSpace(out.String()); msg != "" {
 		return errors.New(msg)
 	}
-	return nil
+	return err
 }
 
 // probeInside is the probe launcher's body: the namespaces a launcher makes
@@ -259,9 +267,14 @@ func wholeNetworkInUserNS(spec *Spec) bool {
 	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
 }
 
+// threadsWarm: warmThreads ran (a pooled launcher does it while it waits, so
+// that the call does not).
+var threadsWarm bool
+
 // warmThreads makes spareThreads idle threads in the runtime, ahead of the
-// process limit (see applyNproc); a pooled launcher does it while it waits.
+// process limit (see applyNproc).
 func warmThreads() {
+	threadsWarm = true
 	var wg sync.WaitGroup
 	release := make(chan struct{})
 	for range spareThreads {
@@ -296,7 +309,9 @@ func applyNproc(l *policy.Limits) error {
 	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 {
 		return nil
 	}
-	warmThreads() // idle threads already made (prepare) are taken, not made
+	if !threadsWarm {
+		warmThreads() // a launcher that was not prepared
+	}
 	tasks, err := ownTasks()
 	if err != nil {
 		return err
