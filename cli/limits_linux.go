@@ -15,7 +15,7 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 	switch {
 	case iso.ProcessCgroups:
 		r.add("process limit", statusOK, "kernel: a pids cgroup per command (forks past maxProcesses fail with EAGAIN; a call refused that many, 8 to 64, is killed)", "")
-	case iso.UserNamespace:
+	case iso.UserNamespace && iso.NprocPerUserNS:
 		r.add("process limit", statusOK, "kernel: RLIMIT_NPROC, which counts the tasks of the call's own user namespace (forks past maxProcesses fail with EAGAIN)",
 			"a call held at its limit runs on until its timeout (the refused forks are not counted without a pids cgroup)")
 	default:

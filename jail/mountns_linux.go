@@ -83,6 +83,7 @@ func Isolations() Isolation {
 		IPCNamespace:   usePidNamespace(),
 		UserNamespace:  launcherMode() == nsUser,
 		Mode:           ModeName(),
+		NprocPerUserNS: nprocPerUserNS(),
 		MemoryCgroups:  probeCgroups() != nil,
 		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
 		NamespacesOff:  namespacesOff,

@@ -158,6 +158,10 @@ type Isolation struct {
 	UserNamespace bool
 	// Mode names the whole: ModeRoot, ModeUserNS or ModeLandlock.
 	Mode string
+	// NprocPerUserNS: the kernel counts RLIMIT_NPROC per user namespace
+	// (Linux >= 5.14), so a user-namespace launcher makes it the call's
+	// process limit.
+	NprocPerUserNS bool
 	// ProcessCgroups: each command has a pids cgroup of its own whose limit is
 	// its maxProcesses (cgroup v1, where this process may make cgroups).
 	ProcessCgroups bool

@@ -197,7 +197,7 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 	if err := t.cmdcg.setMax(spec.Limits); err != nil {
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
-	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe
+	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe && nprocPerUserNS()
 	// Fd puts the files into blocking mode; the command shares that mode.
 	fds := make([]int, len(files))
 	for i, f := range files {

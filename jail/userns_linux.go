@@ -306,7 +306,7 @@ const spareThreads = 4
 // fork (see applyRlimits): the launcher's later threads count against it,
 // so it first makes the threads it may need, idle.
 func applyNproc(l *policy.Limits) error {
-	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 {
+	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 || !nprocPerUserNS() {
 		return nil
 	}
 	if !threadsWarm {
@@ -323,6 +323,22 @@ func applyNproc(l *policy.Limits) error {
 	nprocSet = int(n)
 	return nil
 }
+
+// nprocPerUserNS reports whether the kernel counts RLIMIT_NPROC per user
+// namespace (Linux 5.14, the ucounts rework). Before, it counts every process
+// of the uid on the host, and a limit of the call's size would refuse the
+// user's forks everywhere: there the watchdog holds maxProcesses alone.
+var nprocPerUserNS = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 14
+})
 
 // nprocSet is the RLIMIT_NPROC applyNproc set, 0 if none: the started frame
 // tells the supervisor (see Tree.ProcessCeiling).

@@ -124,6 +124,9 @@ func TestProcessLimitInKernel(t *testing.T) {
 	if hostMode() == jail.ModeLandlock {
 		t.Skip("without namespaces or cgroups the process limit is the watchdog's")
 	}
+	if hostMode() == jail.ModeUserNS && !jail.Isolations().NprocPerUserNS {
+		t.Skip("before Linux 5.14 RLIMIT_NPROC counts every process of the user: the process limit is the watchdog's")
+	}
 	s := start(t)
 	o := s.probe(nil, map[string]any{"maxProcesses": 64, "timeoutMs": 20000}, "forkmany", "200")
 	var started int
