@@ -62,10 +62,16 @@ func TestCreateCloneSharesBlocks(t *testing.T) {
 	}
 	e := newEnvOn(t, xfsDir, CopyModeClone)
 	fillSource(t, e.src)
-	// hostPath through a symlink is resolved to the canonical source.
+	// hostPath through a symlink is refused, naming the canonical path (a link
+	// could have been planted by an earlier call); the canonical path works.
 	alias := filepath.Join(filepath.Dir(e.src), "alias")
-	os.Symlink(e.src, alias)
-	res, err := e.s.Create(context.Background(), CreateRequest{HostPath: alias, SandboxPath: "/mnt/project/", StoragePath: e.storage})
+	if err := os.Symlink(e.src, alias); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Create(context.Background(), CreateRequest{HostPath: alias, SandboxPath: "/mnt/project/", StoragePath: e.storage}); err == nil || !strings.Contains(err.Error(), "give "+e.src) {
+		t.Fatalf("hostPath through a symbolic link: err %v, want a refusal naming %s", err, e.src)
+	}
+	res, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/project/", StoragePath: e.storage})
 	if err != nil {
 		t.Fatal(err)
 	}
