@@ -84,6 +84,7 @@ type Server struct {
 	proxyErr  error
 
 	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
+	sports   sessionPorts               // their ports, reached from later calls and the host (ports.go)
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -157,6 +158,7 @@ func (s *Server) Close() {
 	if s.proxy != nil {
 		s.proxy.Close()
 	}
+	s.sports.close()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {

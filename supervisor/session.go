@@ -233,6 +233,8 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	out, _ := sessionOutput(a, s.opts.Unsafe)
 	if !a.Running {
 		out.SessionID = "" // the ordinary result: the session is gone
+	} else {
+		out.Ports = s.portReports(a.ID) // ports.go
 	}
 	out.Mounts = reportMounts(c.mounts)
 	return out, nil
@@ -295,7 +297,17 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		s.scratch.release(scratch)
 		leave()
 	}
+	ports, err := s.portsFor(c, cmd, pc, true) // ports.go
+	if err != nil {
+		if pc != nil {
+			pc.Close()
+		}
+		io.closeAll()
+		cleanup()
+		return nil, err
+	}
 	closeProxy := func() {
+		ports.close()
 		if pc != nil {
 			pc.Close()
 		}
@@ -330,6 +342,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 			defer cleanup()
 			defer closeProxy()
 			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res))), Isolation: isolationOf(tree)}
+			ports.note(out)
 			out, err := c.ended(out, tree, res, werr, killedBy, scratch, pc)
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}
@@ -341,6 +354,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		End:    k.kill,
 	}
 	sess := slot.Open(spec, start)
+	ports.named(sess.ID())
 	return &startedSession{id: sess.ID(), kill: k.kill}, nil
 }
 

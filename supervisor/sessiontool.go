@@ -71,6 +71,9 @@ func (s *Server) ExecSession(ctx context.Context, in *SessionInput) (*SessionOut
 		return nil, false, err
 	}
 	out, isErr := sessionOutput(a, s.opts.Unsafe)
+	if a.Running {
+		out.Ports = s.portReports(a.ID) // ports.go
+	}
 	return &SessionOutput{ExecOutput: *out}, isErr, nil
 }
 
