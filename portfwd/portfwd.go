@@ -185,6 +185,7 @@ type Endpoint struct {
 	listeners []net.Listener
 	conns     map[net.Conn]bool
 	notes     []string
+	useHold   func() (release func()) // see SetHold
 	closed    bool
 	goneOnce  sync.Once
 }
@@ -202,6 +203,14 @@ func (e *Endpoint) Token() string { return e.token }
 func (e *Endpoint) Route(port uint16, r Route) {
 	e.mu.Lock()
 	e.routes[port] = r
+	e.mu.Unlock()
+}
+
+// SetHold gives a session's endpoint what counts a connection to its ports
+// as a use of the session, from the dial until the connection closes.
+func (e *Endpoint) SetHold(hold func() (release func())) {
+	e.mu.Lock()
+	e.useHold = hold
 	e.mu.Unlock()
 }
 
@@ -317,7 +326,16 @@ func (e *Endpoint) Dial(ctx context.Context, port uint16) (net.Conn, error) {
 	}
 	select {
 	case r := <-ch:
-		return r.conn, r.err
+		if r.err != nil {
+			return nil, r.err
+		}
+		e.mu.Lock()
+		hold := e.useHold
+		e.mu.Unlock()
+		if hold == nil {
+			return r.conn, nil
+		}
+		return &heldConn{TCPConn: r.conn.(*net.TCPConn), release: hold()}, nil
 	case <-ctx.Done():
 	case <-time.After(dialWait):
 	}
@@ -383,4 +401,17 @@ func closeFDs(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+}
+
+// heldConn is a connection to a session's port that counts as a use of the
+// session until it is closed.
+type heldConn struct {
+	*net.TCPConn
+	once    sync.Once
+	release func()
+}
+
+func (c *heldConn) Close() error {
+	c.once.Do(c.release)
+	return c.TCPConn.Close()
 }

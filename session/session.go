@@ -312,6 +312,19 @@ func (t *Table[E]) get(id string) (*Session[E], error) {
 	return s, nil
 }
 
+// Hold counts a use of a session that is not a call, a connection to one of
+// its ports (package portfwd), as a call in progress until release: the
+// session does not idle out meanwhile, and its idle time counts from the
+// release. An id that is not open is ignored (release does nothing).
+func (t *Table[E]) Hold(id string) (release func()) {
+	s, err := t.get(id)
+	if err != nil {
+		return func() {}
+	}
+	var once sync.Once
+	return func() { once.Do(s.leave) }
+}
+
 // remove forgets s, remembering why; it reports false if s was gone already.
 func (t *Table[E]) remove(s *Session[E], why string) bool {
 	t.mu.Lock()

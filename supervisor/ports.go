@@ -14,6 +14,7 @@ import (
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/portfwd"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/session"
 )
 
 // Session ports: a dev server that a session runs is reachable, on request,
@@ -245,8 +246,12 @@ func (s *Server) portsFor(c *execCall, cmd *policy.Command, pc *proxy.Call, sess
 	return cp, nil
 }
 
-// named makes a session's ports known by its id, until close.
-func (cp *callPorts) named(id string) {
+// named makes a session's ports known by its id, until close; a connection
+// to them counts as a use of the session (it does not idle out meanwhile).
+func (cp *callPorts) named(id string, sessions *session.Table[sessionEnd]) {
+	if cp.ep != nil {
+		cp.ep.SetHold(func() func() { return sessions.Hold(id) })
+	}
 	cp.sp.mu.Lock()
 	defer cp.sp.mu.Unlock()
 	if cp.sp.byID == nil {

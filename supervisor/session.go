@@ -354,7 +354,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		End:    k.kill,
 	}
 	sess := slot.Open(spec, start)
-	ports.named(sess.ID())
+	ports.named(sess.ID(), s.sessions)
 	return &startedSession{id: sess.ID(), kill: k.kill}, nil
 }
 

@@ -5,6 +5,7 @@ package test
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +207,38 @@ func httpGet(url string) (string, error) {
 		return string(b), fmt.Errorf("status %s", resp.Status)
 	}
 	return string(b), err
+}
+
+// TestSessionPortsKeepSessionInUse: a connection to a session's exposed port
+// counts as a use of the session, so a dev server the browser is using does
+// not idle out; once it closes, the idle limit counts again.
+func TestSessionPortsKeepSessionInUse(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skip("session ports need network namespaces")
+	}
+	s := start(t, "serve", "--session-idle", "1s")
+	o := devServer(t, s)
+	if len(o.Ports) != 1 {
+		t.Fatalf("ports: %+v", o.Ports)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(o.Ports[0].URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half a request: the server waits for the rest, the connection stays open.
+	if _, err := conn.Write([]byte("GET / HTTP/1.0\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"}); isErr || !p.Running {
+		t.Errorf("a session whose port was in use idled out: %+v", p)
+	}
+	conn.Write([]byte("\r\n"))
+	io.ReadAll(conn)
+	conn.Close()
+	time.Sleep(2500 * time.Millisecond)
+	if p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"}); !isErr || !strings.Contains(p.Error, "idle limit") {
+		t.Errorf("the session, idle after its port's connection closed: %+v", p)
+	}
 }
