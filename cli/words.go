@@ -30,6 +30,7 @@ var commandWords = map[string]words{
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
 		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",
+		"expose": "--expose",
 	},
 	"session": {
 		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",

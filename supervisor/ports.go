@@ -110,6 +110,17 @@ func (c *execCall) takeSessionEntries(in *ExecInput) ([]string, error) {
 	return hosts, nil
 }
 
+// NamesSessionPort reports whether an allowHosts list names a session's port
+// (the command line runs such a call in its session server, beside the session).
+func NamesSessionPort(allowHosts []string) bool {
+	for _, e := range allowHosts {
+		if strings.HasPrefix(e, SessionEntryPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // reservedPort says why a port cannot be a session's on a command's localhost.
 func reservedPort(p int) string {
 	switch p {

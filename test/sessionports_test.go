@@ -242,3 +242,43 @@ func TestSessionPortsKeepSessionInUse(t *testing.T) {
 		t.Errorf("the session, idle after its port's connection closed: %+v", p)
 	}
 }
+
+// TestCLISessionPorts: the command line's --expose and --allow-host
+// session:ID:PORT, the second call run beside the session in the session
+// server.
+func TestCLISessionPorts(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skip("session ports need network namespaces")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the dev server is python3 -m http.server")
+	}
+	h := newCLIHome(t)
+	h.sessions = true
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "index.html"), "hello from the session\n")
+	r := h.run("", "exec", "--yield", "3s", "--timeout", "2m", "--expose", "8000", "--mount", dir+":/mnt/site", "--",
+		"python3", "-u", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/mnt/site")
+	id := strings.TrimSpace(r.stdout)
+	_, url, found := strings.Cut(r.stderr, "port 8000 of the session is at ")
+	url, _, _ = strings.Cut(url, " ")
+	if r.code != 0 || !strings.HasPrefix(id, "s-") || !found {
+		t.Fatalf("exec --yield --expose: %s", r)
+	}
+	var c cliRun
+	for i := 0; i < 20; i++ {
+		if c = h.run("", "exec", "--allow-host", "session:"+id+":8000", "--", "curl", "-sS", "--max-time", "5", "http://localhost:8000/"); c.stdout != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.want(c, 0, "hello from the session\n", "")
+	if body, err := httpGet(url); err != nil || body != "hello from the session\n" {
+		t.Errorf("GET %s: %q, %v", url, body, err)
+	}
+	h.run("", "session", "close", id)
+	if _, err := httpGet(url); err == nil {
+		t.Errorf("GET %s answered after the session was closed", url)
+	}
+}
