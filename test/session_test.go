@@ -353,9 +353,11 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}
 }
 
-// TestSessionReachableFromAnotherCall is the README's worked example: a server
-// started in a session on loopback is reachable from another call when both
-// allow the network, and not from one that does not.
+// TestSessionReachableFromAnotherCall: a server started in a session with
+// allowNetwork listens on the host's loopback, and is reachable from another
+// call when both allow the network, and not from one that does not (README,
+// Dev servers: a session that shares the host's network; the session's own
+// network is TestSessionPorts).
 func TestSessionReachableFromAnotherCall(t *testing.T) {
 	requireSandbox(t)
 	if _, err := exec.LookPath("python3"); err != nil {
