@@ -33,7 +33,10 @@ type portsOut struct {
 
 // devServer starts a session serving a page with python3 on port 8000 and
 // 8001 of its own loopback (no network), exposing 8000, and returns its answer.
-func devServer(t *testing.T, s *session) portsOut {
+func devServer(t *testing.T, s *session) portsOut { return devServerWith(t, s, nil) }
+
+// devServerWith is devServer with more exec_command arguments (its network).
+func devServerWith(t *testing.T, s *session, more map[string]any) portsOut {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed: the dev server is python3 -m http.server")
@@ -45,6 +48,9 @@ func devServer(t *testing.T, s *session) portsOut {
 		"exec python3 -u -m http.server 8000 --bind 127.0.0.1 --directory /mnt/site"
 	var o portsOut
 	args := map[string]any{"command": bash(script), "mounts": mounts, "expose": []int{8000}, "timeoutMs": 120000, "yieldMs": 3000}
+	for k, v := range more {
+		args[k] = v
+	}
 	if isErr := s.call("exec_command", args, &o); isErr || !o.Running {
 		t.Fatalf("starting the dev server: %+v", o)
 	}
@@ -281,4 +287,34 @@ func TestCLISessionPorts(t *testing.T) {
 	if _, err := httpGet(url); err == nil {
 		t.Errorf("GET %s answered after the session was closed", url)
 	}
+}
+
+// TestSessionPortsProxied: a session with allowHosts of its own (its network
+// holds the proxy's listeners, and the transparent path's rules where
+// nf_tables works) serves as well, to a later call with allowHosts whose
+// client ignores the proxy variables (curl --noproxy), by the command's own
+// localhost; execute_js refuses the entry with why.
+func TestSessionPortsProxied(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skip("session ports need network namespaces")
+	}
+	s := start(t)
+	o := devServerWith(t, s, map[string]any{"allowHosts": []string{"example.com"}})
+	entry := "session:" + o.SessionID + ":8000"
+	var got execOut
+	for i := 0; i < 20 && got.Stdout == ""; i++ {
+		got, _ = s.exec(map[string]any{"command": []string{"curl", "-sS", "--noproxy", "*", "--max-time", "5", "http://127.0.0.1:8000/"}, "allowHosts": []string{entry, "example.com"}, "timeoutMs": 10000})
+	}
+	if got.Stdout != "hello from the session\n" {
+		t.Errorf("curl --noproxy from a proxied call: %+v", got)
+	}
+	if body, err := httpGet(o.Ports[0].URL); err != nil || body != "hello from the session\n" {
+		t.Errorf("the exposed port of a proxied session: %q, %v", body, err)
+	}
+	res := s.callRaw("execute_js", map[string]any{"code": "1", "allowHosts": []string{entry}})
+	if text := textOf(res); !res.IsError || !strings.Contains(text, "for exec_command") {
+		t.Errorf("execute_js with a session entry: %s", text)
+	}
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 }
