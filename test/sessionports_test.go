@@ -142,6 +142,18 @@ func TestSessionPorts(t *testing.T) {
 	if len(p.Ports) != 1 || p.Ports[0].URL != url {
 		t.Errorf("a poll's ports: %+v, want %s", p.Ports, url)
 	}
+	var l struct {
+		Sessions []struct {
+			SessionID string `json:"sessionId"`
+			Ports     []struct {
+				URL string `json:"url"`
+			} `json:"ports"`
+		} `json:"sessions"`
+	}
+	s.call("exec_session", map[string]any{"action": "list"}, &l)
+	if len(l.Sessions) != 1 || len(l.Sessions[0].Ports) != 1 || l.Sessions[0].Ports[0].URL != url {
+		t.Errorf("list's ports: %+v, want %s", l, url)
+	}
 	// Once the session ends, the port is closed, and the entry refused.
 	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 	if _, err := httpGet(url); err == nil {
