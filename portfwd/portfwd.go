@@ -48,7 +48,8 @@ const Preamble = "AUTOBOX-PORTS "
 
 // Bounds.
 const (
-	// maxConns bounds the relayed connections open at once, per endpoint.
+	// maxConns bounds the sockets of relayed connections open at once, per
+	// endpoint (a relayed connection holds two: 128 connections).
 	maxConns = 256
 	// readyWait bounds how long a dial waits for the session's launcher to
 	// connect (it does so as its command starts).
