@@ -32,7 +32,8 @@ type portsOut struct {
 }
 
 // devServer starts a session serving a page with python3 on port 8000 and
-// 8001 of its own loopback (no network), exposing 8000, and returns its answer.
+// 8001 of its own 127.0.0.1 and 8003 of its ::1 (no network), exposing 8000,
+// and returns its answer.
 func devServer(t *testing.T, s *session) portsOut { return devServerWith(t, s, nil) }
 
 // devServerWith is devServer with more exec_command arguments (its network).
@@ -45,6 +46,7 @@ func devServerWith(t *testing.T, s *session, more map[string]any) portsOut {
 	writeFile(t, filepath.Join(dir, "index.html"), "hello from the session\n")
 	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/site", "mode": "ro"}}
 	script := "python3 -m http.server 8001 --bind 127.0.0.1 --directory /mnt/site >/dev/null 2>&1 & " +
+		"python3 -m http.server 8003 --bind ::1 --directory /mnt/site >/dev/null 2>&1 & " +
 		"exec python3 -u -m http.server 8000 --bind 127.0.0.1 --directory /mnt/site"
 	var o portsOut
 	args := map[string]any{"command": bash(script), "mounts": mounts, "expose": []int{8000}, "timeoutMs": 120000, "yieldMs": 3000}
@@ -122,6 +124,10 @@ func TestSessionPorts(t *testing.T) {
 	// The positive control of that: 8001 serves, when named.
 	if got := curlUntil(s, "http://127.0.0.1:8001/", []string{"session:" + o.SessionID + ":8001"}); got.Stdout != "hello from the session\n" {
 		t.Errorf("curl of the session's port 8001 named: %+v", got)
+	}
+	// A server on the session's ::1 alone (Node's "localhost" may be that).
+	if got := curlUntil(s, "http://127.0.0.1:8003/", []string{"session:" + o.SessionID + ":8003"}); got.Stdout != "hello from the session\n" {
+		t.Errorf("curl of the session's [::1]:8003: %+v", got)
 	}
 	// A port nothing listens on in the session: the call says so.
 	if got, _ := s.exec(map[string]any{"command": []string{"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8002/"}, "allowHosts": []string{"session:" + o.SessionID + ":8002"}, "timeoutMs": 10000}); got.code() == 0 || !strings.Contains(got.Stderr, "nothing listens on port 8002") {
