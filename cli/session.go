@@ -169,6 +169,13 @@ func (e *env) printSessions(out *supervisor.SessionOutput) error {
 		}
 	}
 	tw.Flush()
+	if out.Sessions != nil {
+		for _, s := range *out.Sessions {
+			for _, p := range s.Ports { // exec --expose
+				fmt.Fprintf(w, "%s: port %d is at %s\n", s.SessionID, p.Port, p.URL)
+			}
+		}
+	}
 	return w.err
 }
 

@@ -290,6 +290,10 @@ func TestCLISessionPorts(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(id, "s-") || !found {
 		t.Fatalf("exec --yield --expose: %s", r)
 	}
+	for out, i := r.stderr, 0; !strings.Contains(out, "Serving HTTP") && i < 10; i++ {
+		p := h.run("", "session", "poll", "--yield", "5s", id)
+		out += p.stdout + p.stderr
+	}
 	var c cliRun
 	for i := 0; i < 20; i++ {
 		if c = h.run("", "exec", "--allow-host", "session:"+id+":8000", "--", "curl", "-sS", "--max-time", "5", "http://localhost:8000/"); c.stdout != "" {
@@ -298,6 +302,7 @@ func TestCLISessionPorts(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	h.want(c, 0, "hello from the session\n", "")
+	h.want(h.run("", "session", "list"), 0, id+": port 8000 is at "+url+"\n", "")
 	if body, err := httpGet(url); err != nil || body != "hello from the session\n" {
 		t.Errorf("GET %s: %q, %v", url, body, err)
 	}
