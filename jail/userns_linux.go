@@ -405,16 +405,24 @@ func (t *Tree) ProcessCeiling() int {
 	return 0
 }
 
-// ownTasks counts the threads of this process.
+// ownTasks counts the threads of this process: num_threads, the 20th field
+// of /proc/self/stat (one read; listing /proc/self/task took ~0.3 ms on the
+// call's path).
 func ownTasks() (int, error) {
-	d, err := os.Open("/proc/self/task")
+	b, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
 		return 0, fmt.Errorf("counting this launcher's threads: %w", err)
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, fmt.Errorf("counting this launcher's threads: %w", err)
+	// Fields after the command name, which may hold anything but ends at the
+	// last ')': state is the 3rd field, num_threads the 20th.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 18 {
+		return 0, fmt.Errorf("counting this launcher's threads: /proc/self/stat is %q", b)
 	}
-	return len(names), nil
+	n, err := strconv.Atoi(f[17])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("counting this launcher's threads: num_threads %q", f[17])
+	}
+	return n, nil
 }
