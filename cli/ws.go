@@ -169,8 +169,8 @@ func (e *env) printWorkspace(res any) error {
 	switch r := res.(type) {
 	case *store.CreateResult:
 		fmt.Fprintln(w, r.WorkspaceID)
-		fmt.Fprintf(e.stderr, "created workspace %s for %s: %d files cloned, %d copied; edit it with --workspace %s\n",
-			r.WorkspaceID, shown(r.SandboxPath), r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
+		fmt.Fprintf(e.stderr, "created workspace %s for %s (--copy-mode %s: %s): %d files cloned, %d copied; edit it with --workspace %s\n",
+			r.WorkspaceID, shown(r.SandboxPath), r.CopyMode, r.CopiedBy, r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
 	case *store.StatusResult:
 		fmt.Fprintf(w, "workspace %s at %s\n", r.WorkspaceID, shown(r.SandboxPath))
 		printChanges(w, r.Changes)

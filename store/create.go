@@ -49,6 +49,24 @@ type CreateResult struct {
 	SandboxPath string   `json:"sandboxPath"`
 	ClonedFiles int      `json:"clonedFiles"`
 	CopiedFiles int      `json:"copiedFiles"`
+	// CopyMode is the mode asked for (clone when none was); CopiedBy is how the files
+	// were made: "clone", "copy", "clone and copy" (auto, where only some files could
+	// be cloned) or "none" (a source without files).
+	CopyMode string `json:"copyMode"`
+	CopiedBy string `json:"copiedBy"`
+}
+
+// copiedBy names how create made its files, from its counts.
+func copiedBy(cloned, copied int) string {
+	switch {
+	case cloned > 0 && copied > 0:
+		return "clone and copy"
+	case cloned > 0:
+		return "clone"
+	case copied > 0:
+		return "copy"
+	}
+	return "none"
 }
 
 // testHookCreateFile, when set by tests, runs before each source file is copied.
@@ -242,9 +260,11 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	if err := syncFS(dirs[1]); err != nil {
 		return nil, fmt.Errorf("create: flushing storage: %w", err)
 	}
+	cloned, copied := int(c.cloned.Load()), int(c.copied.Load())
 	return &CreateResult{
 		OK: true, WorkspaceID: rec.ID, Mount: MountRef{WorkspaceID: rec.ID},
-		SandboxPath: rec.SandboxPath, ClonedFiles: int(c.cloned.Load()), CopiedFiles: int(c.copied.Load()),
+		SandboxPath: rec.SandboxPath, ClonedFiles: cloned, CopiedFiles: copied,
+		CopyMode: rec.CopyMode, CopiedBy: copiedBy(cloned, copied),
 	}, nil
 }
 

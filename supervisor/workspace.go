@@ -101,6 +101,8 @@ type WorkspaceOutput struct {
 	SandboxPath string           `json:"sandboxPath,omitempty" jsonschema:"where the workspace is mounted"`
 	ClonedFiles *int             `json:"clonedFiles,omitempty" jsonschema:"files copied by cloning (copy-on-write)"`
 	CopiedFiles *int             `json:"copiedFiles,omitempty" jsonschema:"files copied byte by byte"`
+	CopyMode    string           `json:"copyMode,omitempty" jsonschema:"create: the copyMode used (clone when none was given)"`
+	CopiedBy    string           `json:"copiedBy,omitempty" jsonschema:"create: how the files were made: clone, copy, clone and copy (auto, where only some could be cloned) or none (no files)"`
 	Changes     []store.Change   `json:"changes,omitempty" jsonschema:"status, sync: the workspace's changes against its baseline"`
 	Conflicts   []store.Conflict `json:"conflicts,omitempty" jsonschema:"status, sync: paths changed on both sides, or changes the rules forbid; a sync with conflicts applies nothing"`
 	Applied     []string         `json:"applied,omitempty" jsonschema:"sync: the changes applied, in order"`

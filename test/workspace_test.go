@@ -17,6 +17,8 @@ type wsOut struct {
 	SandboxPath string `json:"sandboxPath"`
 	ClonedFiles int    `json:"clonedFiles"`
 	CopiedFiles int    `json:"copiedFiles"`
+	CopyMode    string `json:"copyMode"`
+	CopiedBy    string `json:"copiedBy"`
 	Changes     []struct {
 		Path   string `json:"path"`
 		Action string `json:"action"`
@@ -46,6 +48,10 @@ func TestWorkspaceFlow(t *testing.T) {
 	c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/project", "storagePath": storage, "copyMode": "auto", "excludes": []string{"node_modules"}})
 	if isErr || !c.OK || c.WorkspaceID == "" || c.Mount.WorkspaceID != c.WorkspaceID || c.SandboxPath != "/mnt/project" || c.ClonedFiles+c.CopiedFiles != 2 {
 		t.Fatalf("create: isError=%v %+v", isErr, c)
+	}
+	// The result says which copy mode was used, and what auto chose.
+	if want := map[bool]string{true: "clone", false: "copy"}[c.ClonedFiles == 2]; c.CopyMode != "auto" || c.CopiedBy != want {
+		t.Errorf("create: copyMode %q, copiedBy %q; want auto, %s", c.CopyMode, c.CopiedBy, want)
 	}
 	mount := []map[string]any{{"workspaceId": c.WorkspaceID}}
 
