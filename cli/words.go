@@ -37,7 +37,7 @@ var commandWords = map[string]words{
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",
-		"workspaceId": "ID",
+		"workspaceId": "ID", "exec_session": "autobox session",
 	},
 }
 

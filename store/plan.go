@@ -238,29 +238,38 @@ func (pl *plan) findConflicts() {
 }
 
 // beginPlanned starts an operation on workspace id with its trees open and compared;
-// done closes them and releases the lock.
-func (s *Store) beginPlanned(ctx context.Context, id string) (o *opened, pl *plan, done func(), err error) {
+// done closes them and releases the locks. A change (action "sync", "resolve")
+// holds the workspace's own lock too (wslock.go); status ("") does not.
+func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened, pl *plan, done func(), err error) {
+	unchange := func() {}
+	if change != "" {
+		if unchange, err = s.change(ctx, id, change); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	unlock, err := s.begin(ctx)
 	if err != nil {
+		unchange()
 		return nil, nil, nil, err
 	}
+	release := func() { unlock(); unchange() }
 	if o, err = s.open(id); err != nil {
-		unlock()
+		release()
 		return nil, nil, nil, err
 	}
 	if pl, err = makePlan(ctx, o); err != nil {
 		o.Close()
-		unlock()
+		release()
 		return nil, nil, nil, err
 	}
-	return o, pl, func() { o.Close(); unlock() }, nil
+	return o, pl, func() { o.Close(); release() }, nil
 }
 
 // Status compares the baseline with the working tree (the changes sync would apply)
 // and with the host (to find conflicts). It changes nothing but leftover staging and
 // the baseline manifest, a private cache.
 func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
-	o, pl, done, err := s.beginPlanned(ctx, id)
+	o, pl, done, err := s.beginPlanned(ctx, id, "")
 	if err != nil {
 		return nil, err
 	}

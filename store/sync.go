@@ -89,7 +89,7 @@ var testHookApplied func(rel string)
 //
 // Go errors mean nothing was applied: unknown id, busy lock, unreadable trees.
 func (s *Store) Sync(ctx context.Context, id string) (*SyncResult, error) {
-	o, pl, done, err := s.beginPlanned(ctx, id)
+	o, pl, done, err := s.beginPlanned(ctx, id, "sync")
 	if err != nil {
 		return nil, err
 	}

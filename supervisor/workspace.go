@@ -173,24 +173,26 @@ func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error)
 	return policy.ResolveMounts(specs, lookup, s.store.ManagedPaths())
 }
 
-// lockWorkspaces holds the workspace operation lock while a call uses a workspace, so
-// a sync cannot run under it (and another autobox process gets the busy error).
-func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (func(), error) {
+// useWorkspaces marks the workspaces a call mounts as used by it (who), so that no
+// sync, resolve or discard changes them under it: those wait for a call, and are
+// refused, naming it, while a session holds one (store/wslock.go).
+func (s *Server) useWorkspaces(ctx context.Context, mounts []policy.Mount, who store.User) (func(), error) {
+	var ids []string
 	for _, m := range mounts {
 		if m.WorkspaceID != "" {
-			return s.store.Lock(ctx)
+			ids = append(ids, m.WorkspaceID)
 		}
 	}
-	return func() {}, nil
+	return s.store.Use(ctx, ids, who)
 }
 
 // enter begins a validated execution: it counts the call as in flight (Close waits for
-// it) and holds the workspace lock if it mounts a workspace. leave undoes both.
+// it) and marks the workspaces it mounts as used by who. leave undoes both.
 //
 // It also registers the call's read-write host mounts with the store for as long
 // as the call (or session) lives, so that no workspace storage is created inside
 // one, and re-checks them against storage created meanwhile (store/held.go).
-func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func(), err error) {
+func (s *Server) enter(ctx context.Context, mounts []policy.Mount, who store.User) (leave func(), err error) {
 	var rw []string
 	for _, m := range mounts {
 		if m.Writable && m.WorkspaceID == "" {
@@ -202,11 +204,11 @@ func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func()
 		return nil, err
 	}
 	s.inflight.Add(1)
-	unlock, err := s.lockWorkspaces(ctx, mounts)
+	unuse, err := s.useWorkspaces(ctx, mounts, who)
 	if err != nil {
 		s.inflight.Done()
 		release()
 		return nil, err
 	}
-	return func() { unlock(); release(); s.inflight.Done() }, nil
+	return func() { unuse(); release(); s.inflight.Done() }, nil
 }
