@@ -32,6 +32,21 @@ type StatusResult struct {
 	SandboxPath string     `json:"sandboxPath"`
 	Changes     []Change   `json:"changes"`
 	Conflicts   []Conflict `json:"conflicts"`
+	// Diff is the unified diff of Changes, when asked for (diff.go); DiffTruncated
+	// says files were left out to keep it within DiffTotalMax.
+	Diff          string `json:"diff,omitempty"`
+	DiffTruncated bool   `json:"diffTruncated,omitempty"`
+	// Pending: with Paths, the changes left out.
+	Pending []Change `json:"pending,omitempty"`
+}
+
+// StatusOptions are status's optional parameters; nil means none.
+type StatusOptions struct {
+	// Diff asks for the unified diff of the changes (bounded: see diff.go).
+	Diff bool
+	// Paths narrows the changes, conflicts and diff to those at or beneath these
+	// paths (relative to the workspace root, as status lists them).
+	Paths []string
 }
 
 // opened holds a workspace's trees, open for one operation.
@@ -179,7 +194,7 @@ func (pl *plan) findConflicts() {
 	}
 	for p, wa := range pl.ws {
 		if ha, ok := pl.hs[p]; ok {
-			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: "changed in both the workspace and the host since the baseline"})
+			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: bothChangedReason(p)})
 			continue
 		}
 		ancestors(p, func(a string) bool {
@@ -269,12 +284,43 @@ func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened,
 // and with the host (to find conflicts). It changes nothing but leftover staging and
 // the baseline manifest, a private cache.
 func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
+	return s.StatusWith(ctx, id, nil)
+}
+
+// StatusWith is Status with options.
+func (s *Store) StatusWith(ctx context.Context, id string, opts *StatusOptions) (*StatusResult, error) {
+	if opts == nil {
+		opts = &StatusOptions{}
+	}
 	o, pl, done, err := s.beginPlanned(ctx, id, "")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}, nil
+	all := pl.changes
+	if err := pl.narrow(opts.Paths); err != nil {
+		return nil, err
+	}
+	res := &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}
+	if opts.Paths != nil {
+		res.Pending = pendingOf(all, pl.changes)
+	}
+	if opts.Diff {
+		res.Diff, res.DiffTruncated = pl.diffText()
+	}
+	return res, nil
+}
+
+// narrow restricts the plan to the paths a caller named ("paths"), if any.
+func (pl *plan) narrow(paths []string) error {
+	if paths == nil {
+		return nil
+	}
+	clean, err := cleanPaths("paths", pl.o.rec.SandboxPath, paths)
+	if err != nil {
+		return err
+	}
+	return pl.restrict("paths", clean)
 }
 
 // dirty reports whether the working tree differs from the baseline.

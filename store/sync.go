@@ -20,6 +20,8 @@ import (
 //	conflicted:  {ok: false, workspaceId, changes, conflicts, applied: []}
 //	interrupted: {ok: false, workspaceId, error, applied, recovery}
 //
+// With paths, each shape also has pending: the changes not asked for.
+//
 // The counts are host replacement files staged by clone or by copy.
 type SyncResult struct {
 	OK          bool
@@ -31,6 +33,7 @@ type SyncResult struct {
 	CopiedFiles int
 	Error       string // set when the sync stopped part-way
 	Recovery    string
+	Pending     []Change // with SyncOptions.Paths: the changes left for a later sync
 }
 
 // MarshalJSON emits the seed's shape for the result's state.
@@ -52,7 +55,8 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 			Applied     []string `json:"applied"`
 			ClonedFiles int      `json:"clonedFiles"`
 			CopiedFiles int      `json:"copiedFiles"`
-		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles})
+			Pending     []Change `json:"pending,omitempty"`
+		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles, r.Pending})
 	case r.Error != "":
 		return json.Marshal(struct {
 			OK          bool     `json:"ok"`
@@ -60,7 +64,8 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 			Error       string   `json:"error"`
 			Applied     []string `json:"applied"`
 			Recovery    string   `json:"recovery"`
-		}{false, r.WorkspaceID, r.Error, applied, r.Recovery})
+			Pending     []Change `json:"pending,omitempty"`
+		}{false, r.WorkspaceID, r.Error, applied, r.Recovery, r.Pending})
 	}
 	conflicts := r.Conflicts
 	if conflicts == nil {
@@ -72,7 +77,8 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 		Changes     []Change   `json:"changes"`
 		Conflicts   []Conflict `json:"conflicts"`
 		Applied     []string   `json:"applied"`
-	}{false, r.WorkspaceID, changes, conflicts, applied})
+		Pending     []Change   `json:"pending,omitempty"`
+	}{false, r.WorkspaceID, changes, conflicts, applied, r.Pending})
 }
 
 const recovery = "Sync stopped part-way. The paths in applied were synced and the rest were not: each path, a replaced directory included, is wholly old or wholly new on the host; " +
@@ -89,12 +95,35 @@ var testHookApplied func(rel string)
 //
 // Go errors mean nothing was applied: unknown id, busy lock, unreadable trees.
 func (s *Store) Sync(ctx context.Context, id string) (*SyncResult, error) {
+	return s.SyncWith(ctx, id, nil)
+}
+
+// SyncOptions are sync's optional parameters; nil means none.
+type SyncOptions struct {
+	// Paths applies only the changes at or beneath these paths (and the new
+	// directories they need); the others stay pending. Conflicts elsewhere do not
+	// stop it.
+	Paths []string
+}
+
+// SyncWith is Sync with options.
+func (s *Store) SyncWith(ctx context.Context, id string, opts *SyncOptions) (*SyncResult, error) {
+	if opts == nil {
+		opts = &SyncOptions{}
+	}
 	o, pl, done, err := s.beginPlanned(ctx, id, "sync")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	all := pl.changes
+	if err := pl.narrow(opts.Paths); err != nil {
+		return nil, err
+	}
 	res := &SyncResult{WorkspaceID: id, Changes: pl.changes, Applied: []string{}}
+	if opts.Paths != nil {
+		res.Pending = pendingOf(all, pl.changes)
+	}
 	if len(pl.conflicts) > 0 {
 		res.Conflicts = pl.conflicts
 		return res, nil
