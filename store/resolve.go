@@ -90,8 +90,9 @@ func (s *Store) Merge(ctx context.Context, id string, paths []string) (*ResolveR
 			in[i].host, why = r.readText(r.o.src, p, r.pl.hostAt, "host")
 		}
 		if why != "" {
+			js, _ := json.Marshal([]string{p})
 			return nil, invalidf("paths[%d] %q: merge needs a text file on each side (baseline, workspace, host), at most %d MB: %s. "+
-				"Bring the host's version into the workspace yourself, then action \"resolve\" with this path", i, p, DiffFileMax>>20, why)
+				"Bring the host's version into the workspace yourself, then action \"resolve\" with paths %s", i, p, DiffFileMax>>20, why, js)
 		}
 	}
 	res := &ResolveResult{OK: true, WorkspaceID: id, Resolved: []string{}, Merged: []string{}}

@@ -25,6 +25,20 @@ type wsOut struct {
 	} `json:"changes"`
 	Conflicts []json.RawMessage `json:"conflicts"`
 	Applied   []string          `json:"applied"`
+	// status, sync, resolve, merge (wsreview_test.go)
+	Diff          string `json:"diff"`
+	DiffTruncated bool   `json:"diffTruncated"`
+	Pending       []struct {
+		Path string `json:"path"`
+	} `json:"pending"`
+	Resolved   []string `json:"resolved"`
+	Merged     []string `json:"merged"`
+	Conflicted []struct {
+		Path  string `json:"path"`
+		Lines []int  `json:"lines"`
+	} `json:"conflicted"`
+	Next  string `json:"next"`
+	Error string `json:"error"`
 }
 
 func (s *session) ws(args map[string]any) (wsOut, bool) {
@@ -78,7 +92,7 @@ func TestWorkspaceFlow(t *testing.T) {
 		t.Fatalf("status: isError=%v %+v", isErr, st)
 	}
 	// Creation fields are rejected on status/sync/discard.
-	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "accepts only workspaceId") {
+	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "sync takes workspaceId, paths, not hostPath; hostPath, sandboxPath, storagePath, copyMode and excludes are fixed at create") {
 		t.Errorf("sync with hostPath: %s", textOf(res))
 	}
 
