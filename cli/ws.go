@@ -40,12 +40,14 @@ makes them. The host directory is unchanged until an explicit sync.
   prune    discard the workspaces created more than D ago (e.g. 7d, 12h); those with
            unsynced changes are kept (and named) unless --include-unsynced
 
-Edit a workspace with autobox js/exec --workspace ID, or any MCP client. Records live
+Edit a workspace with autobox js/exec --workspace ID (a session, exec --yield, may
+hold it for its life: sync and discard are refused meanwhile), or any MCP client. Records live
 in $AUTOBOX_STATE_DIR (default ~/.local/state/autobox); another autobox process
 working on them at the same moment makes a call fail with status 75 (retry).
 
-Exit status: 0 done, 1 not ok (conflicts, interrupted sync), 2 usage error,
-75 workspace lock busy, 125 refused (invalid arguments, unknown workspace, failure).
+Exit status: 0 done, 1 not ok (conflicts, interrupted sync, a merge that wrote
+conflict markers), 2 usage error, 75 workspace lock busy or in use by a running
+session (retry once it ends), 125 refused (invalid arguments, unknown workspace, failure).
 
 Examples:
   id=$(autobox ws create --exclude node_modules ~/src/app /mnt/app)

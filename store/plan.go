@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -272,12 +273,29 @@ func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened,
 		release()
 		return nil, nil, nil, err
 	}
-	if pl, err = makePlan(ctx, o); err != nil {
+	for attempt := 1; ; attempt++ {
+		pl, err = makePlan(ctx, o)
+		// status runs beside the calls that use the workspace (wslock.go): a file
+		// one of them replaces while the scan reads it is looked at again.
+		if err == nil || change != "" || attempt == statusAttempts || !racedScan(err) {
+			break
+		}
+	}
+	if err != nil {
 		o.Close()
 		release()
 		return nil, nil, nil, err
 	}
 	return o, pl, func() { o.Close(); release() }, nil
+}
+
+// statusAttempts bounds how often status plans again after a scan that raced a
+// writer.
+const statusAttempts = 3
+
+// racedScan reports errors a scan gets when an entry changes under it.
+func racedScan(err error) bool {
+	return errors.Is(err, ErrChanged) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
 }
 
 // Status compares the baseline with the working tree (the changes sync would apply)

@@ -225,7 +225,7 @@ func (s *Store) change(ctx context.Context, id, action string) (release func(), 
 				}
 			}
 			s.ws.mu.Unlock()
-			return nil, inUse(id, action, sessions)
+			return nil, inUse(id, action, sessions, false)
 		}
 		if !w.changing && len(w.users) == 0 {
 			w.changing = true
@@ -251,7 +251,7 @@ func (s *Store) change(ctx context.Context, id, action string) (release func(), 
 	if err != nil {
 		unchange()
 		if users := s.otherUses()[id]; len(users) > 0 {
-			return nil, inUse(id, action, users)
+			return nil, inUse(id, action, users, true)
 		}
 		return nil, err
 	}
@@ -270,8 +270,12 @@ type inUseError struct{ msg string }
 func (e *inUseError) Error() string   { return e.msg }
 func (e *inUseError) Unwrap() []error { return []error{ErrInUse, ErrBusy} }
 
-func inUse(id, action string, users []string) error {
+func inUse(id, action string, users []string, elsewhere bool) error {
+	end := "End the session (exec_session close) or let it end"
+	if elsewhere {
+		end = "End it where it was started (exec_session close in that server; autobox session close for the command line's sessions) or let it end"
+	}
 	return &inUseError{msg: fmt.Sprintf("%s of workspace %s refused: it is mounted by %s; a %s now would change files under a running command. "+
-		"End the session (exec_session close) or let it end, then %s again; status works meanwhile",
-		action, id, strings.Join(users, " and by "), action, action)}
+		"%s, then %s again; status works meanwhile",
+		action, id, strings.Join(users, " and by "), action, end, action)}
 }
