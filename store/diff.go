@@ -40,6 +40,10 @@ func (pl *plan) diffText() (text string, cut bool) {
 	var out strings.Builder
 	for i, p := range paths {
 		part := pl.diffOne(p)
+		if len(part) > diffPartMax {
+			part = fmt.Sprintf("diff --git %s %s\n%s: a diff of %d bytes, too large to show with the others; ask status with paths [%s] for it alone\n",
+				quotePath("a/"+p), quotePath("b/"+p), quotePath(p), len(part), strconv.Quote(p))
+		}
 		if out.Len()+len(part) > DiffTotalMax-diffNoteRoom {
 			fmt.Fprintf(&out, "[autobox: diff cut at %d KB: %d more changed paths not shown, from %s on; ask status with paths to see them]\n",
 				DiffTotalMax>>10, len(paths)-i, quotePath(p))
@@ -50,8 +54,12 @@ func (pl *plan) diffText() (text string, cut bool) {
 	return out.String(), false
 }
 
-// diffNoteRoom keeps room for the note that ends a cut diff.
-const diffNoteRoom = 512
+// diffNoteRoom keeps room for the note that ends a cut diff; a file whose diff is
+// longer than diffPartMax is summarised, so that it does not hide the others.
+const (
+	diffNoteRoom = 512
+	diffPartMax  = DiffTotalMax / 2
+)
 
 // diffOne is the diff of one changed path ("" for a directory, whose entries have
 // their own).

@@ -60,6 +60,12 @@ func TestStatusDiff(t *testing.T) {
 	if !st.DiffTruncated || len(st.Diff) > DiffTotalMax || !strings.Contains(st.Diff, "[autobox: diff cut at 64 KB: ") || !strings.Contains(st.Diff, "ask status with paths") {
 		t.Errorf("a large diff: truncated %v, %d bytes, ends %q", st.DiffTruncated, len(st.Diff), st.Diff[max(0, len(st.Diff)-200):])
 	}
+	// One file whose diff alone is larger than half the bound is summarised.
+	writeFile(t, w, "huge.txt", strings.Repeat("a long line of text\n", 3000))
+	st, err = e.s.StatusWith(context.Background(), id, &StatusOptions{Diff: true, Paths: []string{"huge.txt", "a.txt"}})
+	if err != nil || st.DiffTruncated || !strings.Contains(st.Diff, "huge.txt: a diff of ") || !strings.Contains(st.Diff, "+2\n") {
+		t.Errorf("a file with a large diff: %v %s", err, st.Diff)
+	}
 	// Narrowed by paths, the same diff fits.
 	st, err = e.s.StatusWith(context.Background(), id, &StatusOptions{Diff: true, Paths: []string{"a.txt"}})
 	if err != nil || st.DiffTruncated || len(st.Changes) != 1 || !strings.Contains(st.Diff, "+2\n") || len(st.Pending) == 0 {
