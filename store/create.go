@@ -35,40 +35,6 @@ type CreateRequest struct {
 	Excludes    []string // exact relative paths left out of the copy and of syncs
 }
 
-// MountRef is the mount entry a caller passes to execute_js / exec_command.
-type MountRef struct {
-	WorkspaceID string `json:"workspaceId"`
-}
-
-// CreateResult is the create response. The counts are source files cloned or copied
-// into the private baseline.
-type CreateResult struct {
-	OK          bool     `json:"ok"`
-	WorkspaceID string   `json:"workspaceId"`
-	Mount       MountRef `json:"mount"`
-	SandboxPath string   `json:"sandboxPath"`
-	ClonedFiles int      `json:"clonedFiles"`
-	CopiedFiles int      `json:"copiedFiles"`
-	// CopyMode is the mode asked for (clone when none was); CopiedBy is how the files
-	// were made: "clone", "copy", "clone and copy" (auto, where only some files could
-	// be cloned) or "none" (a source without files).
-	CopyMode string `json:"copyMode"`
-	CopiedBy string `json:"copiedBy"`
-}
-
-// copiedBy names how create made its files, from its counts.
-func copiedBy(cloned, copied int) string {
-	switch {
-	case cloned > 0 && copied > 0:
-		return "clone and copy"
-	case cloned > 0:
-		return "clone"
-	case copied > 0:
-		return "copy"
-	}
-	return "none"
-}
-
 // testHookCreateFile, when set by tests, runs before each source file is copied.
 var testHookCreateFile func(rel string)
 

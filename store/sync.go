@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,73 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// SyncResult is the sync response. It has three JSON shapes, as in the seed:
-//
-//	synced:      {ok: true, workspaceId, changes, applied, clonedFiles, copiedFiles}
-//	conflicted:  {ok: false, workspaceId, changes, conflicts, applied: []}
-//	interrupted: {ok: false, workspaceId, error, applied, recovery}
-//
-// With paths, each shape also has pending: the changes not asked for.
-//
-// The counts are host replacement files staged by clone or by copy.
-type SyncResult struct {
-	OK          bool
-	WorkspaceID string
-	Changes     []Change
-	Conflicts   []Conflict
-	Applied     []string // listed changes fully applied, in order
-	ClonedFiles int
-	CopiedFiles int
-	Error       string // set when the sync stopped part-way
-	Recovery    string
-	Pending     []Change // with SyncOptions.Paths: the changes left for a later sync
-}
-
-// MarshalJSON emits the seed's shape for the result's state.
-func (r SyncResult) MarshalJSON() ([]byte, error) {
-	applied := r.Applied
-	if applied == nil {
-		applied = []string{}
-	}
-	changes := r.Changes
-	if changes == nil {
-		changes = []Change{}
-	}
-	switch {
-	case r.OK:
-		return json.Marshal(struct {
-			OK          bool     `json:"ok"`
-			WorkspaceID string   `json:"workspaceId"`
-			Changes     []Change `json:"changes"`
-			Applied     []string `json:"applied"`
-			ClonedFiles int      `json:"clonedFiles"`
-			CopiedFiles int      `json:"copiedFiles"`
-			Pending     []Change `json:"pending,omitempty"`
-		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles, r.Pending})
-	case r.Error != "":
-		return json.Marshal(struct {
-			OK          bool     `json:"ok"`
-			WorkspaceID string   `json:"workspaceId"`
-			Error       string   `json:"error"`
-			Applied     []string `json:"applied"`
-			Recovery    string   `json:"recovery"`
-			Pending     []Change `json:"pending,omitempty"`
-		}{false, r.WorkspaceID, r.Error, applied, r.Recovery, r.Pending})
-	}
-	conflicts := r.Conflicts
-	if conflicts == nil {
-		conflicts = []Conflict{}
-	}
-	return json.Marshal(struct {
-		OK          bool       `json:"ok"`
-		WorkspaceID string     `json:"workspaceId"`
-		Changes     []Change   `json:"changes"`
-		Conflicts   []Conflict `json:"conflicts"`
-		Applied     []string   `json:"applied"`
-		Pending     []Change   `json:"pending,omitempty"`
-	}{false, r.WorkspaceID, changes, conflicts, applied, r.Pending})
-}
 
 const recovery = "Sync stopped part-way. The paths in applied were synced and the rest were not: each path, a replaced directory included, is wholly old or wholly new on the host; " +
 	"the workspace is kept. Run status to see what remains, fix the cause, then sync again."
