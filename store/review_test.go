@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -16,6 +17,7 @@ func TestStatusDiff(t *testing.T) {
 	e := newEnv(t)
 	writeFile(t, e.src, "a.txt", "one\ntwo\nthree\n")
 	writeFile(t, e.src, "bin", "\x00\x01")
+	writeFile(t, e.src, "bin2", "was a file\n")
 	writeFile(t, e.src, "gone.txt", "bye\n")
 	id := e.create().WorkspaceID
 	w := e.work(id)
@@ -25,6 +27,12 @@ func TestStatusDiff(t *testing.T) {
 	writeFile(t, w, "evil\x1b[2Kname", "hidden\n")
 	os.Remove(filepath.Join(w, "gone.txt"))
 	if err := os.Symlink("/etc/passwd", filepath.Join(w, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// A file made a directory, and a FIFO (never opened: a reader would block).
+	os.Remove(filepath.Join(w, "bin2"))
+	writeFile(t, w, "bin2/inside", "in\n")
+	if err := syscall.Mkfifo(filepath.Join(w, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st, err := e.s.StatusWith(context.Background(), id, &StatusOptions{Diff: true})
@@ -38,6 +46,9 @@ func TestStatusDiff(t *testing.T) {
 		"diff --git \"a/evil\\x1b[2Kname\" \"b/evil\\x1b[2Kname\"\nnew file mode 100644\n",
 		"deleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n",
 		"new file mode 120777\n--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n",
+		"diff --git a/bin2 b/bin2\ndeleted file mode 100644\n--- a/bin2\n+++ /dev/null\n@@ -1 +0,0 @@\n-was a file\n",
+		"diff --git a/bin2/inside b/bin2/inside\nnew file mode 100644\n",
+		"fifo: FIFO, not diffed\n",
 	} {
 		if !strings.Contains(st.Diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, st.Diff)
