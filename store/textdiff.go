@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -54,7 +55,7 @@ func matchLines(a, b []string) []block {
 	if head > 0 {
 		out = append(out, block{0, 0, head})
 	}
-	for _, p := range myers(a[head:len(a)-tail], b[head:len(b)-tail]) {
+	for _, p := range matchMiddle(a[head:len(a)-tail], b[head:len(b)-tail]) {
 		x, y := p[0]+head, p[1]+head
 		if l := len(out) - 1; l >= 0 && out[l].a+out[l].n == x && out[l].b+out[l].n == y {
 			out[l].n++
@@ -68,12 +69,97 @@ func matchLines(a, b []string) []block {
 	return append(out, block{len(a), len(b), 0})
 }
 
+// matchMiddle returns pairs (i, j) of equal lines a[i] == b[j], in order. Small
+// inputs get Myers' shortest edit path. Larger ones are first cut at anchors, lines
+// that occur once in a and once in b (the longest run of them in the same order,
+// as patience diff does), and each piece between anchors is matched the same way;
+// so a large file with many scattered edits still gets a line-by-line diff.
+func matchMiddle(a, b []string) [][2]int {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	if len(a)+len(b) <= maxEdits {
+		pairs, _ := myers(a, b)
+		return pairs
+	}
+	anchors := uniqueAnchors(a, b)
+	if len(anchors) == 0 {
+		pairs, _ := myers(a, b) // none past maxEdits: the whole piece reads as replaced
+		return pairs
+	}
+	var out [][2]int
+	i, j := 0, 0
+	for _, an := range append(anchors, [2]int{len(a), len(b)}) {
+		for _, p := range matchMiddle(a[i:an[0]], b[j:an[1]]) {
+			out = append(out, [2]int{p[0] + i, p[1] + j})
+		}
+		if an[0] < len(a) {
+			out = append(out, an)
+		}
+		i, j = an[0]+1, an[1]+1
+	}
+	return out
+}
+
+// uniqueAnchors returns the pairs (i, j) of lines that occur exactly once in a and
+// once in b, a[i] == b[j], keeping the longest chain increasing in both i and j.
+func uniqueAnchors(a, b []string) [][2]int {
+	type seen struct{ na, nb, i, j int }
+	count := map[string]*seen{}
+	for i, l := range a {
+		c := count[l]
+		if c == nil {
+			c = &seen{}
+			count[l] = c
+		}
+		c.na++
+		c.i = i
+	}
+	for j, l := range b {
+		if c := count[l]; c != nil {
+			c.nb++
+			c.j = j
+		}
+	}
+	var cand [][2]int // by i
+	for i, l := range a {
+		if c := count[l]; c.na == 1 && c.nb == 1 {
+			cand = append(cand, [2]int{i, c.j})
+		}
+	}
+	// Longest increasing subsequence of j (patience sorting with back links).
+	var tops []int // tops[k]: index in cand of the smallest j ending a chain of k+1
+	prev := make([]int, len(cand))
+	for x, c := range cand {
+		k := sort.Search(len(tops), func(k int) bool { return cand[tops[k]][1] >= c[1] })
+		if k > 0 {
+			prev[x] = tops[k-1]
+		} else {
+			prev[x] = -1
+		}
+		if k == len(tops) {
+			tops = append(tops, x)
+		} else {
+			tops[k] = x
+		}
+	}
+	if len(tops) == 0 {
+		return nil
+	}
+	out := make([][2]int, len(tops))
+	for k, x := len(tops)-1, tops[len(tops)-1]; k >= 0; k, x = k-1, prev[x] {
+		out[k] = cand[x]
+	}
+	return out
+}
+
 // myers returns the pairs (i, j) of equal lines a[i] == b[j] on a shortest edit
-// path, in order; none when more than maxEdits edits are needed.
-func myers(a, b []string) [][2]int {
+// path, in order; ok is false (and no pairs) when more than maxEdits edits are
+// needed.
+func myers(a, b []string) (pairs [][2]int, ok bool) {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
-		return nil
+		return nil, true
 	}
 	limit := min(n+m, maxEdits)
 	off := limit + 1
@@ -94,12 +180,12 @@ func myers(a, b []string) [][2]int {
 			v[off+k] = x
 			if x >= n && y >= m {
 				trace = append(trace, append([]int(nil), v[off-d:off+d+1]...))
-				return backtrack(trace, n, m)
+				return backtrack(trace, n, m), true
 			}
 		}
 		trace = append(trace, append([]int(nil), v[off-d:off+d+1]...))
 	}
-	return nil
+	return nil, false
 }
 
 // backtrack walks the trace of myers back from (n, m) and collects the diagonal

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,37 @@ func TestMatchLines(t *testing.T) {
 		if want := lcs(a, b); same != want {
 			t.Fatalf("%q vs %q: %d lines matched, LCS is %d", a, b, same, want)
 		}
+	}
+}
+
+// A large file with scattered edits is matched line by line (cut at unique lines),
+// not read as replaced whole: every unchanged line is matched.
+func TestMatchLinesLarge(t *testing.T) {
+	var a, b []string
+	for i := range 20000 {
+		a = append(a, fmt.Sprintf("line %d\n", i))
+		if i%25 == 0 {
+			b = append(b, "changed\n", "inserted\n")
+		} else {
+			b = append(b, fmt.Sprintf("line %d\n", i))
+		}
+	}
+	same := 0
+	pa, pb := 0, 0
+	for _, bl := range matchLines(a, b) {
+		if bl.a < pa || bl.b < pb {
+			t.Fatal("blocks out of order")
+		}
+		for i := range bl.n {
+			if a[bl.a+i] != b[bl.b+i] {
+				t.Fatal("unequal lines matched")
+			}
+		}
+		same += bl.n
+		pa, pb = bl.a+bl.n, bl.b+bl.n
+	}
+	if want := 20000 - 20000/25; same != want {
+		t.Errorf("%d lines matched, want %d", same, want)
 	}
 }
 
