@@ -12,6 +12,7 @@ import (
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // Argument bounds for exec_command.
@@ -190,7 +191,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if c.yield != nil {
 		return s.startSession(ctx, in, c, start)
 	}
-	leave, err := s.enter(ctx, c.mounts)
+	leave, err := s.enter(ctx, c.mounts, store.User{Who: "an exec_command call (" + displayCommand(in.Command) + ")"})
 	if err != nil {
 		return nil, err
 	}

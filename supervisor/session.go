@@ -14,6 +14,7 @@ import (
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/session"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // Sessions: exec_command with yieldMs starts its command as package session
@@ -54,11 +55,6 @@ func (c *execCall) validateSession(in *ExecInput) error {
 		}
 		d := time.Duration(y) * time.Millisecond
 		c.yield = &d
-		for i, m := range in.Mounts {
-			if m.WorkspaceID != "" {
-				return fmt.Errorf("%w: mounts[%d]: a session (yieldMs) cannot mount a workspace: it would hold the workspace lock, which status, sync and every call that mounts a workspace wait for, for its whole life; run the command without yieldMs", policy.ErrInvalid, i)
-			}
-		}
 	}
 	c.tty = in.TTY
 	if c.tty && c.yield == nil {
@@ -249,7 +245,9 @@ type startedSession struct {
 // launchSession starts the command of a session as ExecCommand starts one,
 // with pipes or a terminal, and opens its session in slot.
 func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *ExecInput, c *execCall, start time.Time, slot *session.Reservation[sessionEnd]) (*startedSession, error) {
-	leave, err := s.enter(ctx, c.mounts)
+	// A session holds its workspaces for its life: their sync is refused
+	// meanwhile, naming it.
+	leave, err := s.enter(ctx, c.mounts, store.User{Who: "session " + slot.ID() + " (" + displayCommand(in.Command) + ")", Session: true})
 	if err != nil {
 		return nil, err
 	}

@@ -326,7 +326,7 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}{
 		{map[string]any{"command": []string{"true"}, "tty": true}, "tty needs yieldMs"},
 		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "rows": 10}, "need tty: true"},
-		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "mounts": []map[string]any{{"workspaceId": "x"}}}, "cannot mount a workspace"},
+		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "mounts": []map[string]any{{"workspaceId": "x"}}}, "is not a UUIDv4"},
 		{map[string]any{"command": []string{"true"}, "yieldMs": 30001}, "yieldMs must be between 0 and 30000"},
 	} {
 		if res := a.callRaw("exec_command", c.args); !res.IsError || !strings.Contains(errorOf(res), c.want) {
