@@ -437,11 +437,11 @@ await check("copy_then_sync conflicts", async () => {
 
 await check("copy_then_sync invalid arguments", async () => {
   for (const [args, want] of [
-    [{ action: "explode" }, 'invalid argument: action "explode" is not create, status, sync or discard'],
+    [{ action: "explode" }, 'invalid argument: action "explode" is not create, status, sync, resolve, merge or discard'],
     [{ action: 1 }, "invalid arguments: action: want a string, got number"],
     [{ action: "create", sandboxPath: "/mnt/p" }, "invalid argument: create needs hostPath and sandboxPath"],
     [{ action: "status" }, "invalid argument: status needs workspaceId"],
-    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync accepts only workspaceId"],
+    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync takes workspaceId, paths, not hostPath"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", copyMode: "yolo" }, "copyMode"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", id: "x" }, 'invalid arguments: unknown field "id" (copy_then_sync takes'],
   ]) {
