@@ -451,6 +451,80 @@ await check("copy_then_sync invalid arguments", async () => {
   }
 });
 
+// Issue 22, an agent's day, through this client: environment and caches, errors
+// that say what to do, ended sessions, and workspaces reviewed, merged, synced in
+// part, and held by a session.
+await check("exec_command env and caches", async () => {
+  const [o, isErr] = await exec({ command: ["sh", "-c", 'echo "$CI-$NODE_ENV"; echo kept > "$npm_config_cache/marker"'], env: ["CI=1", "NODE_ENV=test"], caches: ["npm"] });
+  assert.ok(!isErr && o.exitCode === 0 && o.stdout === "1-test\n", JSON.stringify(o));
+  const [again] = await exec({ command: ["sh", "-c", 'cat "$npm_config_cache/marker"'], caches: ["npm"] });
+  assert.equal(again.stdout, "kept\n", JSON.stringify(again));
+  const [refused, refusedErr] = await exec({ command: ["true"], env: ["HOME=/root"] }, { valid: false });
+  assert.ok(refusedErr && /HOME/.test(refused.error), JSON.stringify(refused));
+}, { needsExec: true });
+
+await check("errors that say what to do", async () => {
+  const [j, jErr] = await js({ code: "await fetch('http://example.com/')" });
+  assert.ok(jErr && /pass allowHosts/.test(j.error), JSON.stringify(j));
+  if (canExec && fs.existsSync("/usr/bin/curl")) {
+    const [o] = await exec({ command: ["curl", "-sS", "--max-time", "3", "http://192.0.2.1/"] });
+    assert.ok(o.exitCode !== 0 && /this call has no network/.test(o.stderr), JSON.stringify(o));
+  }
+  if (canExec) {
+    // A tree held at maxProcesses: the result names the limit, whoever ended it.
+    const [o] = await exec({ command: ["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 2 & done; wait"], maxProcesses: 4, timeoutMs: 10000 });
+    assert.ok(/maxProcesses|process limit/.test(o.stderr), JSON.stringify(o));
+  }
+});
+
+await check("exec_session ended at once", async () => {
+  const [o] = await exec({ command: ["sh", "-c", "sleep 0.2; echo bye >&2; exit 4"], yieldMs: 0, timeoutMs: 60000 });
+  assert.equal(o.running, true);
+  const [f, , out] = await finish(o.sessionId, o.stdout);
+  assert.deepEqual([f.exitCode, f.running, out], [4, undefined, ""], JSON.stringify(f));
+  assert.ok(f.durationMs < 5000, `durationMs ${f.durationMs} for a command of 0.2 s`);
+}, { needsExec: true });
+
+await check("copy_then_sync review, merge, sync in part", async () => {
+  const src = fixture("review", { "a.txt": "one\ntwo\nthree\nfour\nfive\n", "b.txt": "b\n" });
+  const [c] = await ws({ action: "create", hostPath: src, sandboxPath: "/mnt/r", storagePath: fixture("storage3", {}), copyMode: "auto" });
+  assert.ok(c.ok && c.copyMode === "auto" && ["copy", "clone", "clone and copy"].includes(c.copiedBy), JSON.stringify(c));
+  const mounts = [{ workspaceId: c.workspaceId }];
+  await js({ code: "await host.writeFile('/mnt/r/a.txt', 'ONE\\ntwo\\nthree\\nfour\\nfive\\n'); await host.writeFile('/mnt/r/b.txt', 'B\\n'); 1", mounts });
+  fs.writeFileSync(path.join(src, "a.txt"), "one\ntwo\nthree\nfour\nFIVE\n");
+  const [st] = await ws({ action: "status", workspaceId: c.workspaceId, diff: true });
+  assert.ok(st.diff.includes("-b\n+B\n"), JSON.stringify(st.diff));
+  assert.equal(st.conflicts.length, 1);
+  assert.ok(st.conflicts[0].path === "a.txt" && /"merge"/.test(st.conflicts[0].reason), JSON.stringify(st.conflicts));
+  // b.txt alone: a.txt stays pending, its conflict does not block b.
+  const [part, partErr] = await ws({ action: "sync", workspaceId: c.workspaceId, paths: ["b.txt"] });
+  assert.ok(!partErr && part.ok, JSON.stringify(part));
+  assert.equal(fs.readFileSync(path.join(src, "b.txt"), "utf8"), "B\n");
+  assert.equal(fs.readFileSync(path.join(src, "a.txt"), "utf8"), "one\ntwo\nthree\nfour\nFIVE\n");
+  const [m, mErr] = await ws({ action: "merge", workspaceId: c.workspaceId, paths: ["a.txt"] });
+  assert.ok(!mErr && m.ok && m.merged.includes("a.txt"), JSON.stringify(m));
+  const [rest, restErr] = await ws({ action: "sync", workspaceId: c.workspaceId });
+  assert.ok(!restErr && rest.ok, JSON.stringify(rest));
+  assert.equal(fs.readFileSync(path.join(src, "a.txt"), "utf8"), "ONE\ntwo\nthree\nfour\nFIVE\n");
+  const [bad, badErr] = await ws({ action: "sync", workspaceId: c.workspaceId, paths: ["../etc"] }, { valid: false });
+  assert.ok(badErr && /paths\[0\]/.test(bad.error), JSON.stringify(bad));
+  await ws({ action: "discard", workspaceId: c.workspaceId });
+});
+
+await check("copy_then_sync held by a session", async () => {
+  const src = fixture("held", { "x.txt": "x\n" });
+  const [c] = await ws({ action: "create", hostPath: src, sandboxPath: "/mnt/h", storagePath: fixture("storage4", {}), copyMode: "auto" });
+  const [s] = await exec({ command: ["sh", "-c", "echo y > /mnt/h/x.txt; echo ready; exec sleep 600"], mounts: [{ workspaceId: c.workspaceId }], yieldMs: 5000, timeoutMs: 60000 });
+  assert.ok(s.running && s.stdout === "ready\n", JSON.stringify(s));
+  const [held, heldErr] = await ws({ action: "sync", workspaceId: c.workspaceId });
+  assert.ok(heldErr && held.error.includes(s.sessionId), JSON.stringify(held));
+  await session({ sessionId: s.sessionId, action: "close" });
+  const [sy, syErr] = await ws({ action: "sync", workspaceId: c.workspaceId });
+  assert.ok(!syErr && sy.ok, JSON.stringify(sy));
+  assert.equal(fs.readFileSync(path.join(src, "x.txt"), "utf8"), "y\n");
+  await ws({ action: "discard", workspaceId: c.workspaceId });
+}, { needsExec: true });
+
 // Network by host: the result's network record and a denial, with allowHosts
 // (a server run as root gives commands the network namespace this needs; else
 // exec_command refuses allowHosts, which is a result shape too).
