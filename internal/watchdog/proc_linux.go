@@ -31,9 +31,10 @@ const clockTicks = 100
 // maxTree bounds a walk (a fork bomb's tree held by no pids limit).
 const maxTree = 65536
 
-func measure(root int, excludeRoot, writes bool) sample {
+func measure(root int, excludeRoot, writes, memfds bool) sample {
 	var s sample
 	buf := make([]byte, 4096) // status is ~1.5 KB
+	var dents []byte
 	pids := []int{root}
 	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
 		pid := pids[i]
@@ -44,7 +45,15 @@ func measure(root int, excludeRoot, writes bool) sample {
 		}
 		reaped := st.cutime + st.cstime
 		if !(excludeRoot && pid == root) {
-			s.rss += procfs.Resident(readFile("/proc/"+strconv.Itoa(pid)+"/status", buf))
+			status := readFile("/proc/"+strconv.Itoa(pid)+"/status", buf)
+			s.rss += procfs.Resident(status)
+			if memfds {
+				shmem := procfs.LineValue(status, "RssShmem:") << 10
+				if dents == nil {
+					dents = make([]byte, 4096)
+				}
+				s.rss += max(0, memfdBytes(pid, dents)-shmem)
+			}
 			s.tasks += st.threads
 			reaped += st.utime + st.stime
 		}

@@ -107,6 +107,9 @@ type Options struct {
 	// MemoryOnly skips what only the other limits and Usage need (bytes
 	// written), for a tree watched for its memory alone (a JS worker).
 	MemoryOnly bool
+	// Memfds counts the memory of the memfds the tree's processes hold open
+	// (memfd_linux.go): for a tree without a memory cgroup, which would.
+	Memfds bool
 }
 
 // Watch is a running watchdog.
@@ -143,9 +146,10 @@ func Start(root int, l Limits, o Options, breach func(Breach)) *Watch {
 
 func (w *Watch) tick() {
 	start := time.Now()
-	s := measure(w.root, w.opts.ExcludeRoot, !w.opts.MemoryOnly)
+	s := measure(w.root, w.opts.ExcludeRoot, !w.opts.MemoryOnly, w.opts.Memfds)
 	if k := w.opts.Kernel; k != nil {
 		s.written += k.Shmem()
+		s.cpu = max(s.cpu, kernelCPU(k))
 	}
 	b, over := w.check(s)
 	took := time.Since(start)
