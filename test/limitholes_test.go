@@ -5,6 +5,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,4 +156,45 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// TestDoctorLimitHoles: in each mode, doctor says what holds the tree's CPU
+// time (the kernel's count, or the watchdog's sum with timeoutMs the bound for
+// children the kernel reaps), as the mode's commands find it, and, without a
+// memory cgroup, what the watchdog counts of memory and what it does not.
+func TestDoctorLimitHoles(t *testing.T) {
+	requireSandbox(t)
+	doctors := map[string][]string{hostMode(): {bin, "doctor"}, "no namespaces": {"env", jail.NoNamespacesEnv + "=1", bin, "doctor"}}
+	if os.Geteuid() != 0 {
+		doctors["user namespaces refused"] = []string{filepath.Join(toolsDir, "probe"), "nouserns", bin, "doctor"}
+	}
+	servers := holeServers(t)
+	for mode, argv := range doctors {
+		t.Run(mode, func(t *testing.T) {
+			out, _ := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+			line := func(name string) string {
+				for _, l := range strings.Split(string(out), "\n") {
+					if f := strings.Fields(l); len(f) > 2 && strings.HasPrefix(strings.TrimSpace(l[len(f[0]):]), name+" ") {
+						return l
+					}
+				}
+				t.Fatalf("doctor has no %q line:\n%s", name, out)
+				return ""
+			}
+			cpu := line("cpu limit")
+			if commandCgroup(t, servers[mode], "cpuacct") {
+				if !strings.Contains(cpu, "the tree's sum: kernel (a cpuacct cgroup per command") {
+					t.Errorf("commands have a cpuacct cgroup; doctor: %s", cpu)
+				}
+			} else if !strings.Contains(cpu, "children the kernel reaps itself") || !strings.Contains(cpu, "the bound is timeoutMs") {
+				t.Errorf("commands have no cpuacct cgroup; doctor: %s", cpu)
+			}
+			if w := line("write limit"); !strings.Contains(w, "each of their files is still held to maxWriteMb") {
+				t.Errorf("doctor: %s", w)
+			}
+			if m := line("memory cgroup"); strings.Contains(m, "none") && !strings.Contains(m, "memfds a command holds open") {
+				t.Errorf("doctor: %s", m)
+			}
+		})
+	}
 }
