@@ -130,6 +130,7 @@ type Watch struct {
 	timer         *time.Timer
 	usage         policy.Usage
 	long          time.Time // when LongInterval takes over
+	reaped        autoReaped
 }
 
 // Start polls the tree of root until Stop, and calls breach once, from the
@@ -146,7 +147,16 @@ func Start(root int, l Limits, o Options, breach func(Breach)) *Watch {
 
 func (w *Watch) tick() {
 	start := time.Now()
-	s := measure(w.root, w.opts.ExcludeRoot, !w.opts.MemoryOnly, w.opts.Memfds)
+	procs := map[int]proc{}
+	if w.opts.MemoryOnly {
+		procs = nil
+	}
+	s := measure(w.root, how{excludeRoot: w.opts.ExcludeRoot, writes: !w.opts.MemoryOnly, memfds: w.opts.Memfds, procs: procs})
+	if procs != nil {
+		w.reaped.update(procs)
+		s.cpu += w.reaped.cpu
+		s.written += w.reaped.written
+	}
 	if k := w.opts.Kernel; k != nil {
 		s.written += k.Shmem()
 		s.cpu = max(s.cpu, kernelCPU(k))

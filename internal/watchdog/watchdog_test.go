@@ -110,13 +110,13 @@ func TestWatchdogBigTreeCost(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	// Until the shell has started them all (a loaded machine is slow to).
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if measure(cmd.Process.Pid, false, true, false).tasks == 201 {
+		if measure(cmd.Process.Pid, how{writes: true}).tasks == 201 {
 			break
 		}
 	}
 	for _, memfds := range []bool{false, true} {
 		start := time.Now()
-		s := measure(cmd.Process.Pid, false, true, memfds)
+		s := measure(cmd.Process.Pid, how{writes: true, memfds: memfds})
 		took := time.Since(start)
 		if s.tasks != 201 {
 			t.Errorf("a tree of 201 processes counted as %d", s.tasks)
