@@ -37,7 +37,9 @@ func (w *warm) startReader() {
 	if w.async.frames != nil {
 		return
 	}
-	ch := make(chan *proto.Message, proto.MaxFetchesInFlight)
+	// One frame waits here at most: the others wait in the pipe and in the
+	// supervisor, so a worker holds few replies (up to 10 MB each) outside V8.
+	ch := make(chan *proto.Message, 1)
 	w.async.frames = ch
 	go func() {
 		defer close(ch)
