@@ -209,3 +209,36 @@ func TestDoctorLimitHoles(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitSocketBuffers: memory queued in unix socket pairs is in no process's
+// resident memory. Where the call has a memory cgroup it is charged there and
+// memoryMb holds; elsewhere the bound that holds is the descriptors
+// (maxOpenFiles) times the most a socket may queue (twice net.core.wmem_max).
+func TestLimitSocketBuffers(t *testing.T) {
+	requireSandbox(t)
+	b, err := os.ReadFile("/proc/sys/net/core/wmem_max")
+	if err != nil {
+		t.Skip("no net.core.wmem_max to bound a socket's buffer by:", err)
+	}
+	var wmemMax int64
+	fmt.Sscan(string(b), &wmemMax)
+	for mode, s := range holeServers(t) {
+		t.Run(mode, func(t *testing.T) {
+			o := s.limited(map[string]any{"command": []string{"/mnt/tools/probe", "sockfill"}, "mounts": []map[string]any{toolsMount()}, "memoryMb": 64, "maxOpenFiles": 64, "timeoutMs": 10000})
+			if o.Killed {
+				if !strings.HasPrefix(o.Stderr, "memory limit exceeded") {
+					t.Errorf("socket buffers under memoryMb 64: %+v", o)
+				}
+				return
+			}
+			var queued, pairs int64
+			if _, err := fmt.Sscanf(o.Stdout, "ok queued %d bytes in %d pairs", &queued, &pairs); err != nil || pairs == 0 {
+				t.Fatalf("socket buffers: %+v", o)
+			}
+			t.Logf("no memory cgroup: %d MB queued in %d socket pairs under memoryMb 64 and maxOpenFiles 64", queued>>20, pairs)
+			if bound := 64 * 2 * wmemMax; queued > bound {
+				t.Errorf("%d bytes queued, more than maxOpenFiles 64 x 2 x net.core.wmem_max (%d)", queued, bound)
+			}
+		})
+	}
+}

@@ -158,6 +158,8 @@ func main() {
 		fmt.Println("ok allocated", len(keep), "MB")
 		time.Sleep(5 * time.Second)
 		return
+	case "sockfill":
+		err = sockFill()
 	case "memfd":
 		// memfd MB MS: see memfdHold.
 		err = memfdHold(atoi(a[0]), atoi(a[1]))

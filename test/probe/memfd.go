@@ -31,3 +31,33 @@ func memfdHold(mb, ms int) error {
 	time.Sleep(time.Duration(ms) * time.Millisecond)
 	return nil
 }
+
+// sockFill makes unix stream socket pairs until it may open no more files,
+// asks each end for the largest send buffer the kernel gives, fills every end
+// until the kernel refuses more, and says how much it queued: memory that no
+// process's resident memory shows.
+func sockFill() error {
+	var queued, pairs int64
+	chunk := make([]byte, 64<<10)
+	for {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			break // EMFILE: the descriptors are the bound
+		}
+		pairs++
+		for _, fd := range fds {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<30)
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<30)
+			_ = unix.SetNonblock(fd, true)
+			for {
+				n, err := unix.Write(fd, chunk)
+				if err != nil || n <= 0 {
+					break
+				}
+				queued += int64(n)
+			}
+		}
+	}
+	fmt.Printf("ok queued %d bytes in %d pairs\n", queued, pairs)
+	return nil
+}
