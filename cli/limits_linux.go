@@ -27,11 +27,15 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 		tmpfs = "not tmpfs writes (no memory cgroup here to count them)"
 	}
 	r.add("write limit", statusOK, "kernel: RLIMIT_FSIZE per file (EFBIG past maxWriteMb); all files together: watchdog (the kernel's per-process write accounting), "+tmpfs+"; fallocate refused",
-		"a command that writes faster than the watchdog polls can pass maxWriteMb by what it writes in 10 ms")
+		"a command that writes faster than the watchdog polls can pass maxWriteMb by what it writes in 10 ms; children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll are not counted at all: each of their files is still held to maxWriteMb")
+	sum := "the tree's sum: watchdog, which misses children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll: for them the bound is timeoutMs"
+	if jail.CPUAccounting() {
+		sum = "the tree's sum: kernel (a cpuacct cgroup per command counts every process, those the kernel reaps itself too), read by the watchdog"
+	}
 	if iso.CPUCgroups {
-		r.add("cpu limit", statusOK, "kernel: RLIMIT_CPU per process (whole seconds) and a cpu cgroup per command (calls share the CPU equally); the tree's sum: watchdog", "")
+		r.add("cpu limit", statusOK, "kernel: RLIMIT_CPU per process (whole seconds) and a cpu cgroup per command (calls share the CPU equally); "+sum, "")
 	} else {
-		r.add("cpu limit", statusInfo, "kernel: RLIMIT_CPU per process (whole seconds); the tree's sum: watchdog; no cpu cgroup per command (needs root on cgroup v1)",
+		r.add("cpu limit", statusInfo, "kernel: RLIMIT_CPU per process (whole seconds); "+sum+"; no cpu cgroup per command (needs root on cgroup v1)",
 			"a call's share of the CPU grows with its processes")
 	}
 	if hard, err := jail.HardOpenFiles(); err == nil {

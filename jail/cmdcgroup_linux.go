@@ -40,6 +40,9 @@ import (
 // share where the cpu controller is enabled for it.
 type cmdCgroups struct {
 	pids, cpu string // base directories in the v1 hierarchies, "" where there is none
+	// acct is the cpuacct hierarchy's base (cpuacct_linux.go): the same as cpu
+	// where the two are mounted together.
+	acct string
 }
 
 // launcherCgroupsEnv tells a launcher how many cgroup files it was given, from
@@ -71,13 +74,15 @@ var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
 				c.pids = base
 			case ctl == "cpu" && c.cpu == "" && usableBase(base, "cpu.shares"):
 				c.cpu = base
+			case ctl == "cpuacct" && c.acct == "" && usableBase(base, "cpuacct.usage"):
+				c.acct = base
 			}
 		}
 	}
-	if c.pids == "" && c.cpu == "" {
+	if c.pids == "" && c.cpu == "" && c.acct == "" {
 		return nil
 	}
-	for _, base := range []string{c.pids, c.cpu} {
+	for _, base := range c.bases() {
 		if base != "" {
 			sweepStaleCgroups(base, killCgroupProcs)
 		}
@@ -104,6 +109,7 @@ type cmdCgroup struct {
 	pidsMax *os.File   // nil without a pids cgroup
 	events  *os.File   // pids.events: forks refused at pids.max
 	peak    *os.File   // pids.peak (Linux 6.10), or nil
+	usage   *os.File   // cpuacct.usage, or nil
 	max     int        // pids.max as last set (0: "max")
 }
 
@@ -115,7 +121,7 @@ func (c *cmdCgroups) create() *cmdCgroup {
 	}
 	g := &cmdCgroup{}
 	name := cgroupName()
-	for _, base := range []string{c.pids, c.cpu} {
+	for _, base := range c.bases() {
 		if base == "" {
 			continue
 		}
@@ -131,6 +137,9 @@ func (c *cmdCgroups) create() *cmdCgroup {
 			return nil
 		}
 		g.tasks = append(g.tasks, tasks)
+		if base == c.acct {
+			g.usage, _ = os.Open(filepath.Join(dir, "cpuacct.usage"))
+		}
 		if base != c.pids {
 			continue
 		}
@@ -247,7 +256,7 @@ func (g *cmdCgroup) remove() {
 		return
 	}
 	g.handedOver()
-	for _, f := range []*os.File{g.pidsMax, g.events, g.peak} {
+	for _, f := range []*os.File{g.pidsMax, g.events, g.peak, g.usage} {
 		if f != nil {
 			f.Close()
 		}

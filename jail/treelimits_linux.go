@@ -1,6 +1,10 @@
 package jail
 
-import "github.com/autobox-dev/autobox/policy"
+import (
+	"time"
+
+	"github.com/autobox-dev/autobox/policy"
+)
 
 // What a Tree tells the supervisor's watchdog and its result about the limits of
 // policy.Limits, beyond what /proc shows.
@@ -11,10 +15,14 @@ type endFigures struct {
 	shmem     int64
 	peakTasks int
 	refused   int
+	cpu       time.Duration // cpuacct's count, where hasCPU
+	hasCPU    bool
 }
 
 func (t *Tree) endFigures() endFigures {
-	return endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
+	e := endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
+	e.cpu, e.hasCPU = t.cmdcg.cpuTime()
+	return e
 }
 
 // ForksRefused is how many forks of the tree the kernel refused at its process
@@ -43,12 +51,14 @@ func (t *Tree) Shmem() int64 { return t.cgroup.shmem() }
 
 // Usage is what the kernel accounted of the tree once it was gone: the
 // launcher's figures of every process it reaped (see treeUsage), with the tmpfs
-// bytes its memory cgroup held and the peak of its pids cgroup. Zero figures
-// where nothing told (a launcher that died). Call it after Wait.
+// bytes its memory cgroup held, the peak of its pids cgroup and the CPU time its
+// cpuacct cgroup counted (which includes children the kernel reaped itself).
+// Zero figures where nothing told (a launcher that died). Call it after Wait.
 func (t *Tree) Usage() policy.Usage {
 	<-t.finished
 	u := t.res.Usage
 	u.Written += t.ended.shmem
 	u.Processes = max(u.Processes, t.ended.peakTasks)
+	u.CPU = max(u.CPU, t.ended.cpu)
 	return u
 }

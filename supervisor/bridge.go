@@ -17,7 +17,9 @@ import (
 
 // bridge answers a JS worker's requests for files and the network. It enforces
 // everything: the worker is untrusted and only ever sees what is returned here.
-// One bridge serves one call; it is used from one goroutine.
+// One bridge serves one call. Its file operations run on the call's goroutine
+// only; fetches run concurrently (fetchasync.go) and touch nothing but what is
+// set before the call starts (network, deadline, fetchClient).
 type bridge struct {
 	mounts      []policy.Mount
 	roots       map[string]*os.Root // by mount sandbox path, opened on first use
@@ -31,12 +33,20 @@ type bridge struct {
 }
 
 func newBridge(mounts []policy.Mount, maxRead, maxWrite int64, network bool, deadline time.Time) *bridge {
-	return &bridge{mounts: mounts, roots: map[string]*os.Root{}, maxRead: maxRead, maxWrite: maxWrite, network: network, deadline: deadline}
+	b := &bridge{mounts: mounts, roots: map[string]*os.Root{}, maxRead: maxRead, maxWrite: maxWrite, network: network, deadline: deadline}
+	if network {
+		b.fetchClient = newFetchClient(nil)
+	}
+	return b
 }
 
+// close releases what the call held: its mount roots and its fetch connections.
 func (b *bridge) close() {
 	for _, r := range b.roots {
 		r.Close()
+	}
+	if b.fetchClient != nil {
+		b.fetchClient.CloseIdleConnections()
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/worker/proto"
 )
 
 // Fetch limits: responses larger than this fail the fetch; every fetch ends by the
@@ -25,6 +27,7 @@ const (
 
 type fetcher interface {
 	Do(*http.Request) (*http.Response, error)
+	CloseIdleConnections()
 }
 
 type fetchArgs struct {
@@ -56,19 +59,29 @@ func checkFetchURL(u *url.URL) error {
 	return nil
 }
 
-var sharedFetchClient = &http.Client{
-	Transport: &http.Transport{
-		Proxy:               nil, // the server's proxy settings are not the sandbox's
-		MaxIdleConnsPerHost: 2,
-		MaxIdleConns:        32, // shared by every call: a bound on the descriptors they hold idle
-		IdleConnTimeout:     30 * time.Second,
-	},
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= fetchMaxRedirects {
-			return fmt.Errorf("fetch: more than %d redirects", fetchMaxRedirects)
-		}
-		return checkFetchURL(req.URL) // every hop is checked again
-	},
+// checkFetchRedirect follows at most fetchMaxRedirects redirects, each checked
+// again as a URL of its own (and, for a proxied call, dialled through the proxy's
+// checks).
+func checkFetchRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= fetchMaxRedirects {
+		return fmt.Errorf("fetch: more than %d redirects", fetchMaxRedirects)
+	}
+	return checkFetchURL(req.URL)
+}
+
+// newFetchClient is the fetch client of one call (dial nil: the open network).
+// It is the call's own, so that bridge.close can close its idle connections: no
+// connection outlives its call.
+func newFetchClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil, // the server's proxy settings are not the sandbox's
+			DialContext:         dial,
+			MaxIdleConnsPerHost: proto.MaxFetchesInFlight,
+			MaxIdleConns:        proto.MaxFetchesInFlight,
+		},
+		CheckRedirect: checkFetchRedirect,
+	}
 }
 
 func (b *bridge) fetch(ctx context.Context, raw json.RawMessage) (*fetchResult, error) {
@@ -107,11 +120,7 @@ func (b *bridge) fetch(ctx context.Context, raw json.RawMessage) (*fetchResult, 
 	for k, v := range a.Init.Headers {
 		req.Header.Set(k, v)
 	}
-	client := b.fetchClient
-	if client == nil {
-		client = sharedFetchClient
-	}
-	resp, err := client.Do(req)
+	resp, err := b.fetchClient.Do(req)
 	if err != nil {
 		var d *proxy.Denial
 		if errors.As(err, &d) {

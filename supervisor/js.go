@@ -118,7 +118,9 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		if err != nil {
 			return nil, err
 		}
-		b.fetchClient = fetchClient(pc)
+		// Every connection, the first and each redirect's, is checked and
+		// recorded by the call's registration (a command's matcher and rules).
+		b.fetchClient = newFetchClient(pc.DialContext)
 		defer func() {
 			rec := pc.Close()
 			out.Network = &rec
@@ -163,6 +165,8 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 		_ = w.cmd.Process.Kill()
 	})
 	defer stopWatch()
+	fetches := newCallFetches(ctx, w, b)
+	defer fetches.end()
 	for {
 		m, err := w.read()
 		switch {
@@ -183,8 +187,12 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 			}
 			return m.Result, nil
 		case proto.TypeBridge:
-			reply := b.handle(ctx, m.Bridge)
-			if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeReply, Reply: reply}); err != nil {
+			if m.Bridge != nil && m.Bridge.Op == "fetch" {
+				err = fetches.start(m.Bridge)
+			} else {
+				err = fetches.write(&proto.Message{Type: proto.TypeReply, Reply: b.handle(ctx, m.Bridge)})
+			}
+			if err != nil {
 				return nil, w.crashError(c, err)
 			}
 		default:

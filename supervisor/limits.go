@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,10 @@ func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
 	o := watchdog.Options{ExcludeRoot: rootIsLauncher}
 	if k, ok := t.(watchdog.Kernel); ok {
 		o.Kernel = k
+	}
+	// Without a memory cgroup, nothing else counts memory held in memfds.
+	if m, ok := t.(interface{ MemoryCgroup() bool }); ok && runtime.GOOS == "linux" {
+		o.Memfds = !m.MemoryCgroup()
 	}
 	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(b.Reason(wl, paramNames)) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -131,19 +130,4 @@ func (s *Server) proxySetup(pc *proxy.Call, cmd *policy.Command) error {
 	cmd.Sandbox.ProxyPort = port
 	cmd.Env = append(cmd.Env, proxy.Env(s.exe, pc.URL("http", port), pc.URL("socks5h", port))...)
 	return nil
-}
-
-// fetchClient is execute_js's fetch for a proxied call: every connection, the
-// first and each redirect's, is checked and recorded by the call's proxy
-// registration (the same matcher and address rules as a command's).
-func fetchClient(pc *proxy.Call) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         pc.DialContext,
-			MaxIdleConnsPerHost: 2,
-			MaxIdleConns:        4, // idle ones count against the call's connections
-		},
-		CheckRedirect: sharedFetchClient.CheckRedirect,
-	}
 }

@@ -50,9 +50,16 @@ func within(got, want float64) bool { return got >= want*0.8 && got <= want*1.2 
 // their own (root on cgroup v1), where forks past maxProcesses fail with EAGAIN.
 func kernelProcessLimit(t *testing.T, s *session) bool {
 	t.Helper()
+	return commandCgroup(t, s, "pids")
+}
+
+// commandCgroup reports whether this server's commands run in a cgroup of their
+// own of the v1 hierarchy that has controller ctl.
+func commandCgroup(t *testing.T, s *session, ctl string) bool {
+	t.Helper()
 	o, _ := s.exec(map[string]any{"command": []string{"cat", "/proc/self/cgroup"}})
 	for _, l := range strings.Split(o.Stdout, "\n") {
-		if strings.Contains(l, ":pids:") && strings.Contains(l, "/autobox-") {
+		if f := strings.SplitN(l, ":", 3); len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctl+",") && strings.Contains(f[2], "/autobox-") {
 			return true
 		}
 	}

@@ -110,18 +110,7 @@ func (f *netFixture) hosts(extra ...string) []string {
 
 type netOut struct {
 	execOut
-	Network *struct {
-		Allowed []struct {
-			Host  string
-			Port  int
-			Count int
-		}
-		Denied []struct {
-			Host   string
-			Port   int
-			Reason string
-		}
-	} `json:"network"`
+	Network *netRecord `json:"network"`
 }
 
 func (f *netFixture) run(t *testing.T, hosts []string, script string, extra ...map[string]any) netOut {

@@ -1,8 +1,9 @@
 // The worker's prelude: runs once in every fresh context before user code. It builds
-// console, host.*, fetch/net and timers on top of one native function (the bridge),
+// console, host.*, fetch/net and timers on top of two native functions (the bridge,
+// which waits for its reply, and bridgeStart, which does not: see worker/async.go),
 // which it captures and then hides. Everything user code can reach is replaceable by
 // user code, so the prelude keeps private copies of what it relies on.
-(function (g, bridge) {
+(function (g, bridge, bridgeStart) {
   "use strict";
   const parse = JSON.parse, stringify = JSON.stringify;
   const StringCtor = String, ErrorCtor = Error, TypeErrorCtor = TypeError;
@@ -147,7 +148,7 @@
       entries() { return ownKeys(map).map((k) => [k, map[k]]); },
     });
   }
-  function doFetch(url, init) {
+  function fetchArgs(url, init) {
     if (typeof url !== "string") {
       if (url && typeof url.url === "string") url = url.url; else url = StringCtor(url);
     }
@@ -162,17 +163,30 @@
         o.headers = h;
       }
     }
-    const r = call("fetch", { url, init: o });
+    return { url, init: o };
+  }
+  function response(r) {
     const body = r.body;
     return freeze({
       ok: r.status >= 200 && r.status < 300, status: r.status, statusText: r.statusText,
       url: r.url, redirected: r.redirected, headers: headersObject(r.headers || {}),
-      text() { return Promise.resolve(body); },
-      json() { return Promise.resolve().then(() => parse(body)); },
+      text() { return promiseResolve(body); },
+      json() { return promiseResolve().then(() => parse(body)); },
     });
   }
+  // Fetches run at the same time: each is sent at once and its promise waits in
+  // waiting (by request id) until the event loop calls settle with the reply.
+  const waiting = create(null);
   const fetchFn = function fetch(url, init) {
-    try { return Promise.resolve(doFetch(url, init)); } catch (e) { return Promise.reject(e); }
+    let r;
+    try {
+      r = parse(bridgeStart("fetch", stringify(fetchArgs(url, init))));
+    } catch (e) {
+      return promiseReject(e);
+    }
+    if (own(r, "error")) return promiseReject(new ErrorCtor(r.error));
+    const id = r.data;
+    return new PromiseCtor((resolve, reject) => { waiting[id] = { resolve, reject }; });
   };
   const netObj = create(null);
   netObj.fetch = fetchFn;
@@ -213,6 +227,19 @@
         defineProperty(g, "fetch", { value: fetchFn, writable: true, configurable: true });
         defineProperty(g, "net", { value: freeze(netObj), writable: true, configurable: true });
       }
+    },
+    // settle gives the reply of fetch id to its promise; ms is how long the event
+    // loop slept before it came, which moves the timer clock on (never past the
+    // next timer, which then runs next).
+    settle(id, reply, ms) {
+      clock += ms;
+      const i = earliest();
+      if (i >= 0 && clock > timers[i].at) clock = timers[i].at;
+      const w = waiting[id];
+      if (w === undefined) return;
+      delete waiting[id];
+      const r = parse(reply);
+      if (own(r, "error")) w.reject(new ErrorCtor(r.error)); else w.resolve(response(r.data));
     },
     nextTimer() { const i = earliest(); return i < 0 ? -1 : Math.max(0, timers[i].at - clock); },
     runTimer() {

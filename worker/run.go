@@ -31,6 +31,7 @@ type warm struct {
 	ctx       *v8.Context
 	internals *v8.Object
 	bridgeSeq int
+	async     asyncState
 
 	timedOut atomic.Bool
 	ended    chan struct{}
@@ -77,7 +78,8 @@ func (w *warm) build(memoryMb int) error {
 		return fmt.Errorf("prelude: %w", err)
 	}
 	bridge := v8.NewFunctionTemplate(w.iso, w.bridgeCallback).GetFunction(w.ctx)
-	iv, err := fn.Call(v8.Undefined(w.iso), w.ctx.Global(), bridge)
+	bridgeStart := v8.NewFunctionTemplate(w.iso, w.bridgeStartCallback).GetFunction(w.ctx)
+	iv, err := fn.Call(v8.Undefined(w.iso), w.ctx.Global(), bridge, bridgeStart)
 	if err != nil {
 		return fmt.Errorf("prelude: %w", err)
 	}
@@ -103,40 +105,45 @@ func (w *warm) build(memoryMb int) error {
 	return nil
 }
 
-// bridgeCallback forwards host.* and fetch to the supervisor and blocks for the reply.
+// bridgeCallback forwards host.* to the supervisor and blocks for the reply.
 // It always returns a JSON string {data} or {error}; the prelude turns errors into throws.
 func (w *warm) bridgeCallback(info *v8.FunctionCallbackInfo) *v8.Value {
-	args := info.Args()
-	reply := func(data json.RawMessage, msg string) *v8.Value {
-		var b []byte
-		if msg != "" {
-			b, _ = json.Marshal(map[string]string{"error": msg})
-		} else {
-			b, _ = json.Marshal(map[string]json.RawMessage{"data": data})
-		}
-		v, _ := v8.NewValue(w.iso, string(b))
-		return v
+	req, bad := w.request(info)
+	if bad != nil {
+		return bad
 	}
+	if err := proto.Write(w.out, req); err != nil {
+		return w.replyValue(nil, "bridge: supervisor unreachable")
+	}
+	r := w.readReply(w.bridgeSeq)
+	return w.replyValue(r.Data, r.Error)
+}
+
+// request is the bridge request of a call bridge(op, args) or bridgeStart(op,
+// args) from the prelude, with the next id; or the error value to return.
+func (w *warm) request(info *v8.FunctionCallbackInfo) (*proto.Message, *v8.Value) {
+	args := info.Args()
 	if len(args) != 2 {
-		return reply(nil, "bridge: bad call")
+		return nil, w.replyValue(nil, "bridge: bad call")
 	}
 	w.bridgeSeq++
 	req := &proto.Message{Type: proto.TypeBridge, Bridge: &proto.Bridge{ID: w.bridgeSeq, Op: args[0].String(), Args: json.RawMessage(args[1].String())}}
 	if !json.Valid(req.Bridge.Args) {
-		return reply(nil, "bridge: arguments are not JSON")
+		return nil, w.replyValue(nil, "bridge: arguments are not JSON")
 	}
-	if err := proto.Write(w.out, req); err != nil {
-		return reply(nil, "bridge: supervisor unreachable")
+	return req, nil
+}
+
+// replyValue is the JSON string {data} or, when msg is set, {error: msg}.
+func (w *warm) replyValue(data json.RawMessage, msg string) *v8.Value {
+	var b []byte
+	if msg != "" {
+		b, _ = json.Marshal(map[string]string{"error": msg})
+	} else {
+		b, _ = json.Marshal(map[string]json.RawMessage{"data": data})
 	}
-	m, err := proto.Read(w.in)
-	if err != nil || m.Type != proto.TypeReply || m.Reply == nil || m.Reply.ID != w.bridgeSeq {
-		fmt.Fprintln(os.Stderr, "autobox worker js: lost the supervisor during a bridge call")
-		os.Exit(76)
-	}
-	if m.Reply.Error != "" {
-		return reply(nil, m.Reply.Error)
-	}
-	return reply(m.Reply.Data, "")
+	v, _ := v8.NewValue(w.iso, string(b))
+	return v
 }
 
 func (w *warm) end() { w.endOnce.Do(func() { close(w.ended) }) }
@@ -249,37 +256,57 @@ func (w *warm) start(code string) (*v8.Value, error) {
 	return script.Run(w.ctx)
 }
 
-// waitTimer sleeps until the next JS timer is due and runs it; with no timer pending
-// the promise can never settle, so it waits out the call's time limit.
+// waitTimer gives JS the fetch replies that came, or else sleeps until the next
+// JS timer is due and runs it, or a fetch reply comes, whichever is first. With
+// neither pending the promise can never settle, so it waits out the time limit.
 func (w *warm) waitTimer(deadline time.Time) error {
+	if ok, err := w.settleReady(0); ok {
+		return w.jsError(err)
+	}
 	nv, err := w.internals.MethodCall("nextTimer")
 	if err != nil {
 		return errors.New(jsErrorString(err))
 	}
-	next := nv.Integer()
-	if next < 0 {
-		<-w.ended
-		return nil
-	}
-	wait := time.Duration(next) * time.Millisecond
-	if remaining := time.Until(deadline); wait > remaining {
-		<-w.ended
-		return nil
-	}
-	if wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-w.ended:
-			return nil
+	var due <-chan time.Time
+	if next := nv.Integer(); next >= 0 {
+		wait := time.Duration(next) * time.Millisecond
+		if wait <= 0 {
+			return w.runTimer()
+		}
+		if wait <= time.Until(deadline) {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			due = t.C
 		}
 	}
-	if _, err := w.internals.MethodCall("runTimer"); err != nil {
-		if w.timedOut.Load() {
-			return nil
+	began := time.Now()
+	select {
+	case <-due:
+		return w.runTimer()
+	case m, ok := <-w.awaitReply():
+		if !ok {
+			lostSupervisor()
 		}
-		return errors.New(jsErrorString(err))
+		w.receive(m)
+		_, err := w.settleReady(time.Since(began))
+		return w.jsError(err)
+	case <-w.ended:
+		return nil
 	}
-	return nil
+}
+
+func (w *warm) runTimer() error {
+	_, err := w.internals.MethodCall("runTimer")
+	return w.jsError(err)
+}
+
+// jsError is err from JS as the call's error, or nil once the call timed out
+// (terminating it is what made JS fail).
+func (w *warm) jsError(err error) error {
+	if err == nil || w.timedOut.Load() {
+		return nil
+	}
+	return errors.New(jsErrorString(err))
 }
 
 func (w *warm) errorString(v *v8.Value) string {

@@ -31,9 +31,11 @@ const clockTicks = 100
 // maxTree bounds a walk (a fork bomb's tree held by no pids limit).
 const maxTree = 65536
 
-func measure(root int, excludeRoot, writes bool) sample {
+func measure(root int, m how) sample {
+	excludeRoot, writes, memfds := m.excludeRoot, m.writes, m.memfds
 	var s sample
 	buf := make([]byte, 4096) // status is ~1.5 KB
+	var dents []byte
 	pids := []int{root}
 	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
 		pid := pids[i]
@@ -43,14 +45,30 @@ func measure(root int, excludeRoot, writes bool) sample {
 			continue
 		}
 		reaped := st.cutime + st.cstime
+		var w int64
+		if writes {
+			w = readWritten(pid, buf)
+			s.written += w
+		}
+		ignoresCHLD := false
 		if !(excludeRoot && pid == root) {
-			s.rss += procfs.Resident(readFile("/proc/"+strconv.Itoa(pid)+"/status", buf))
+			status := readFile("/proc/"+strconv.Itoa(pid)+"/status", buf)
+			ignoresCHLD = ignoresSIGCHLD(status)
+			s.rss += procfs.Resident(status)
+			if memfds {
+				shmem := procfs.LineValue(status, "RssShmem:") << 10
+				if dents == nil {
+					dents = make([]byte, 4096)
+				}
+				s.rss += max(0, memfdBytes(pid, dents)-shmem)
+			}
 			s.tasks += st.threads
 			reaped += st.utime + st.stime
 		}
-		s.cpu += time.Duration(reaped) * time.Second / clockTicks
-		if writes {
-			s.written += readWritten(pid, buf)
+		cpu := time.Duration(reaped) * time.Second / clockTicks
+		s.cpu += cpu
+		if m.procs != nil {
+			m.procs[pid] = proc{ppid: st.ppid, cpu: cpu, written: w, ignoresCHLD: ignoresCHLD}
 		}
 	}
 	s.written = max(0, s.written)
@@ -80,6 +98,7 @@ func appendChildren(pids []int, pid int) []int {
 type stat struct {
 	utime, stime, cutime, cstime int64 // clock ticks
 	threads                      int
+	ppid                         int
 }
 
 // readStat parses /proc/<pid>/stat; false if the process is gone.
@@ -94,13 +113,13 @@ func readStat(pid int, buf []byte) (stat, bool) {
 	if len(f) < 22 {
 		return stat{}, false
 	}
-	// Field n of proc(5) is f[n-3]: utime 14, stime 15, cutime 16, cstime 17,
-	// num_threads 20.
+	// Field n of proc(5) is f[n-3]: ppid 4, utime 14, stime 15, cutime 16,
+	// cstime 17, num_threads 20.
 	n := func(k int) int64 {
 		v, _ := strconv.ParseInt(string(f[k-3]), 10, 64)
 		return v
 	}
-	return stat{utime: n(14), stime: n(15), cutime: n(16), cstime: n(17), threads: int(n(20))}, true
+	return stat{utime: n(14), stime: n(15), cutime: n(16), cstime: n(17), threads: int(n(20)), ppid: int(n(4))}, true
 }
 
 // readWritten is a process's write_bytes less its cancelled_write_bytes (its
@@ -122,4 +141,19 @@ func readFile(path string, buf []byte) []byte {
 		return nil
 	}
 	return buf[:n]
+}
+
+// ignoresSIGCHLD reports whether the SigIgn mask of a /proc/<pid>/status has
+// SIGCHLD: the process's children are then reaped by the kernel.
+func ignoresSIGCHLD(status []byte) bool {
+	i := bytes.Index(status, []byte("\nSigIgn:"))
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(status[i+len("\nSigIgn:"):])
+	if len(f) == 0 {
+		return false
+	}
+	mask, err := strconv.ParseUint(string(f[0]), 16, 64)
+	return err == nil && mask&(1<<(unix.SIGCHLD-1)) != 0
 }

@@ -12,7 +12,8 @@ import (
 // memory, threads and CPU time of each live process. What processes that are
 // gone used, and bytes written, are not measured here: writes are held by
 // RLIMIT_FSIZE per file only.
-func measure(root int, excludeRoot, writes bool) sample {
+func measure(root int, m how) sample {
+	excludeRoot := m.excludeRoot
 	var s sample
 	pids := []int32{int32(root)}
 	for i := 0; i < len(pids) && len(pids) < 65536; i++ {

@@ -107,6 +107,9 @@ type Options struct {
 	// MemoryOnly skips what only the other limits and Usage need (bytes
 	// written), for a tree watched for its memory alone (a JS worker).
 	MemoryOnly bool
+	// Memfds counts the memory of the memfds the tree's processes hold open
+	// (memfd_linux.go): for a tree without a memory cgroup, which would.
+	Memfds bool
 }
 
 // Watch is a running watchdog.
@@ -127,6 +130,7 @@ type Watch struct {
 	timer         *time.Timer
 	usage         policy.Usage
 	long          time.Time // when LongInterval takes over
+	reaped        autoReaped
 }
 
 // Start polls the tree of root until Stop, and calls breach once, from the
@@ -143,9 +147,19 @@ func Start(root int, l Limits, o Options, breach func(Breach)) *Watch {
 
 func (w *Watch) tick() {
 	start := time.Now()
-	s := measure(w.root, w.opts.ExcludeRoot, !w.opts.MemoryOnly)
+	procs := map[int]proc{}
+	if w.opts.MemoryOnly {
+		procs = nil
+	}
+	s := measure(w.root, how{excludeRoot: w.opts.ExcludeRoot, writes: !w.opts.MemoryOnly, memfds: w.opts.Memfds, procs: procs})
+	if procs != nil {
+		w.reaped.update(procs)
+		s.cpu += w.reaped.cpu
+		s.written += w.reaped.written
+	}
 	if k := w.opts.Kernel; k != nil {
 		s.written += k.Shmem()
+		s.cpu = max(s.cpu, kernelCPU(k))
 	}
 	b, over := w.check(s)
 	took := time.Since(start)

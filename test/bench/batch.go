@@ -25,14 +25,9 @@ func benchBatch(ctx context.Context, bin string, _ *mcp.ClientSession, _ int, re
 	const batchRuns = 3
 	runs := make([]batchRun, batchRuns)
 	for i := range runs {
-		runs[i] = runBatch(ctx, bin)
+		runs[i] = runBatch(ctx, bin, batchJS)
 	}
-	slices.SortFunc(runs, func(a, b batchRun) int { return cmp.Compare(a.perSecond, b.perSecond) })
-	med := runs[len(runs)/2]
-	failed := 0
-	for _, r := range runs {
-		failed = max(failed, r.failed)
-	}
+	med, failed := medianBatch(runs)
 	rep.Numbers["batch execute_js failed lines (of 1000, most in a run)"] = float64(failed)
 	rep.Numbers["batch execute_js calls/s (1000 lines, --jobs 2; target >= 150; median of 3)"] = med.perSecond
 	rep.Numbers["batch execute_js calls/s, slowest of 3"] = runs[0].perSecond
@@ -45,11 +40,30 @@ type batchRun struct {
 	failed                int
 }
 
-func runBatch(ctx context.Context, bin string) batchRun {
+// batchLine is what each line of a batch run asks for, and the start of the
+// result of a line that passed.
+type batchLine struct {
+	tool, arguments, want string
+}
+
+var batchJS = batchLine{"execute_js", `{"code":"JSON.parse('{\"a\":1}').a + 41"}`, `"ok":true,"result":{"ok":true,"result":42`}
+
+// medianBatch sorts runs by calls per second and returns the median run and
+// the most lines that failed in a run.
+func medianBatch(runs []batchRun) (batchRun, int) {
+	slices.SortFunc(runs, func(a, b batchRun) int { return cmp.Compare(a.perSecond, b.perSecond) })
+	failed := 0
+	for _, r := range runs {
+		failed = max(failed, r.failed)
+	}
+	return runs[len(runs)/2], failed
+}
+
+func runBatch(ctx context.Context, bin string, line batchLine) batchRun {
 	const lines, jobs = 1000, 2
 	var in bytes.Buffer
 	for i := range lines {
-		fmt.Fprintf(&in, `{"id":%d,"tool":"execute_js","arguments":{"code":"JSON.parse('{\"a\":1}').a + 41"}}`+"\n", i)
+		fmt.Fprintf(&in, `{"id":%d,"tool":%q,"arguments":%s}`+"\n", i, line.tool, line.arguments)
 	}
 	cmd := exec.CommandContext(ctx, bin, "batch", "--jobs", fmt.Sprint(jobs), "-")
 	cmd.Stdin = &in
@@ -64,7 +78,7 @@ func runBatch(ctx context.Context, bin string) batchRun {
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
 		check(fmt.Errorf("autobox batch: %w\n%s", err, stderr.String()))
 	}
-	passed := strings.Count(stdout.String(), `"ok":true,"result":{"ok":true,"result":42`)
+	passed := strings.Count(stdout.String(), line.want)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return batchRun{
 		perSecond:  lines / wall.Seconds(),

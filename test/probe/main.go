@@ -158,6 +158,11 @@ func main() {
 		fmt.Println("ok allocated", len(keep), "MB")
 		time.Sleep(5 * time.Second)
 		return
+	case "sockfill":
+		err = sockFill()
+	case "memfd":
+		// memfd MB MS: see memfdHold.
+		err = memfdHold(atoi(a[0]), atoi(a[1]))
 	case "hold":
 		// hold MB MS: allocate and touch MB megabytes, hold them MS milliseconds.
 		mb, _ := strconv.Atoi(a[0])

@@ -13,6 +13,19 @@
 //	    |  <------------------ result {ok, result, ...} -  |
 //	    |                                                 |  exits
 //
+// host.* requests are synchronous: the worker sends one and waits for its reply.
+// fetch requests are not: the worker may have up to MaxFetchesInFlight of them
+// unanswered while it goes on running JS and sending other requests, and their
+// replies come in the order the fetches finish, between other replies:
+//
+//	supervisor                                   worker
+//	    |  <------------------ bridge {1, fetch} -------  |
+//	    |  <------------------ bridge {2, fetch} -------  |
+//	    |  <------------------ bridge {3, readFile} ----  |  waits for 3
+//	    |  ------------------- reply {2} -------------->  |  kept for the event loop
+//	    |  ------------------- reply {3} -------------->  |
+//	    |  ------------------- reply {1} -------------->  |
+//
 // The prelude cache is V8's code cache of the worker's prelude script: the first
 // worker makes it, before it has seen any code, and returns it in its ready frame;
 // the supervisor hands it to later workers in their init frame, which then skip
@@ -74,6 +87,12 @@ type Init struct {
 	// runs, where each worker's CPU time counts more than one call's latency.
 	NoWarmup bool `json:"noWarmup,omitempty"`
 }
+
+// MaxFetchesInFlight bounds the fetch requests of one call that may be
+// unanswered at once. The worker queues the ones past it; the supervisor, which
+// runs them concurrently, refuses the ones past it (only a worker that ignores the
+// protocol sends them).
+const MaxFetchesInFlight = 8
 
 // MaxPreludeCache bounds the code cache a worker may return.
 const MaxPreludeCache = 1 << 20
