@@ -95,6 +95,7 @@ func nodeEnv(t *testing.T, node string) (env []string, home string) {
 		"TMPDIR=" + tmp,
 		"AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 	}
 	out, err := exec.Command(node, "-p", "process.versions.node").Output()
 	if err != nil {
