@@ -170,7 +170,7 @@ func (s *Server) question(what string, es []ceiling.Excess, always bool, timeout
 	if len(wants) == 1 {
 		fmt.Fprintf(&b, "Let %s %s?", what, wants[0])
 	} else {
-		fmt.Fprintf(&b, "Let %s:\n- %s\n?", what, strings.Join(wants, "\n- "))
+		fmt.Fprintf(&b, "Let %s do all of this?\n- %s", what, strings.Join(wants, "\n- "))
 	}
 	fmt.Fprintf(&b, "\nThis is beyond your autobox ceiling (%s). once: this call only; session: until autobox restarts", s.ceiling.File)
 	choices := []any{answerOnce, answerSession}

@@ -135,6 +135,16 @@ func TestAskOnce(t *testing.T) {
 	if o, _ := s.js(map[string]any{"code": "1", "mounts": []map[string]any{{"hostPath": f.allowed, "sandboxPath": "/mnt/a"}}}); !o.OK || u.count() != 2 {
 		t.Errorf("within the ceiling: %+v, asked %d", o, u.count())
 	}
+	// A call beyond two rules: one question names both.
+	u.set("once")
+	args := f.write("c")
+	args["timeoutMs"] = 3000
+	if o, _ := s.js(args); !o.OK || u.count() != 3 {
+		t.Errorf("beyond two rules: %+v, asked %d", o, u.count())
+	}
+	if m := u.last().Message; !strings.Contains(m, "do all of this?") || !strings.Contains(m, "mount "+f.beyond) || !strings.Contains(m, "timeoutMs 3000ms") {
+		t.Errorf("the question: %q", m)
+	}
 }
 
 func TestAskSession(t *testing.T) {
