@@ -203,3 +203,30 @@ func TestCeilingFile(t *testing.T) {
 		t.Errorf("create within: %+v", o)
 	}
 }
+
+// TestCeilingLowersDefaults: a limit a call leaves to its default runs at the
+// ceiling where the default is above it, so no call runs with more than the
+// ceiling; a call that names a limit within it gets that.
+func TestCeilingLowersDefaults(t *testing.T) {
+	requireSandbox(t)
+	s := start(t, "serve", "--policy", writePolicy(t, `{"limits": {"timeoutMs": 1000, "maxWriteMb": 1}}`))
+	o, _ := s.exec(map[string]any{"command": []string{"sleep", "5"}})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "killed: timeout after 1000ms") {
+		t.Errorf("exec_command's default timeoutMs (1500) above the ceiling: %+v", o)
+	}
+	o, _ = s.exec(map[string]any{"command": []string{"sh", "-c", "head -c 2097152 /dev/zero > $HOME/big; echo $?"}})
+	if o.code() != 0 || strings.TrimSpace(o.Stdout) == "0" || !strings.Contains(o.Stderr, "File too large") {
+		t.Errorf("exec_command's default maxWriteMb (1024) above the ceiling: %+v", o)
+	}
+	// Positive control: within the ceiling, the same write of less.
+	o, _ = s.exec(map[string]any{"command": []string{"sh", "-c", "head -c 524288 /dev/zero > $HOME/small; echo $?"}})
+	if strings.TrimSpace(o.Stdout) != "0" {
+		t.Errorf("a write within the ceiling: %+v", o)
+	}
+	if j, _ := s.js(map[string]any{"code": "while (true) {}"}); j.OK || !strings.Contains(j.err(), "execution exceeded 800ms") {
+		t.Errorf("execute_js's default timeoutMs (800) is within the ceiling: %+v", j.err())
+	}
+	if j, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 1000}); !strings.Contains(j.err(), "execution exceeded 1000ms") {
+		t.Errorf("execute_js at the ceiling: %s", j.err())
+	}
+}
