@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -21,6 +22,10 @@ of it) or --allow-host (those hosts, through autobox's proxy), the whole process
 killed at --timeout, an RSS watchdog at --memory, and limits on processes, bytes
 written, CPU time and open files (see Flags). Sandbox paths
 (/mnt/...) in ARGV are rewritten to host paths. Stdin is not passed on.
+
+--allow-host session:ID:PORT puts a running session's PORT (a dev server) at the
+command's own localhost:PORT, and opens nothing else; --expose PORT (with --yield)
+forwards a session's PORT to this machine's 127.0.0.1, at a port autobox prints.
 
 With --yield the command is started as a session: autobox answers after at most
 that long, and if the command still runs, prints its session id on stdout (its
@@ -47,6 +52,8 @@ Examples:
   autobox exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests
   id=$(autobox exec --yield 2s --network --timeout 1h -- python3 -u -m http.server 8000)
   id=$(autobox exec --yield 1s --tty -- sh -i)
+  id=$(autobox exec --yield 2s --expose 8000 --timeout 1h -- python3 -u -m http.server 8000)
+  autobox exec --allow-host session:$id:8000 -- curl -s http://localhost:8000/
 `
 
 func (e *env) exec(args []string) int {
@@ -63,6 +70,8 @@ func (e *env) exec(args []string) int {
 	r.register(fs)
 	var caches cacheFlag
 	fs.Var(&caches, "cache", "a tool cache kept between calls (repeatable): npm, pip, go or cargo (see autobox cache)")
+	var expose portsFlag
+	fs.Var(&expose, "expose", "with --yield: a port the session's server listens on, forwarded to a port of this machine's 127.0.0.1 that autobox prints (repeatable; closed when the session ends)")
 	var vars envFlag
 	fs.Var(&vars, "env", "NAME=VALUE: an environment variable for the command (repeatable), e.g. --env CI=1 --env 'PATH=/usr/local/go/bin:$PATH'; NAME alone passes your own value")
 	// ARGV starts at the first non-flag or after "--": flags after it are the command's.
@@ -87,8 +96,13 @@ func (e *env) exec(args []string) int {
 		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
 	in.Env = vars
 	in.Caches = caches
+	in.Expose = expose
 	if yield.v != nil {
 		return e.execYield(in, l.json)
+	}
+	if supervisor.NamesSessionPort(in.AllowHosts) {
+		// The session is the session server's: the call runs there too.
+		return e.execBesideSessions(in, l.json)
 	}
 	s, err := e.server(-1) // no JS worker to warm
 	if err != nil {
@@ -200,4 +214,31 @@ func notesInFlagWords(stderr string) string {
 		lines[i] = wordsOf("exec").say(lines[i])
 	}
 	return strings.Join(lines, "")
+}
+
+// portsFlag is exec's --expose: a port, repeatable.
+type portsFlag []int
+
+func (f *portsFlag) String() string { return "" }
+
+func (f *portsFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q is not a port from 1 to 65535", v)
+	}
+	*f = append(*f, n)
+	return nil
+}
+
+// execBesideSessions runs a call that names a session's port
+// (--allow-host session:ID:PORT) in the session server, which runs the session.
+func (e *env) execBesideSessions(in *supervisor.ExecInput, asJSON bool) int {
+	out, err := e.sessionCall("exec_command", in)
+	if err != nil {
+		return e.fail("exec", err)
+	}
+	if asJSON {
+		return e.printed("exec", writeJSON(e.stdout, &out.ExecOutput), e.execStatus(&out.ExecOutput))
+	}
+	return e.printOutput("exec", &out.ExecOutput, false)
 }

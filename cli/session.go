@@ -169,6 +169,13 @@ func (e *env) printSessions(out *supervisor.SessionOutput) error {
 		}
 	}
 	tw.Flush()
+	if out.Sessions != nil {
+		for _, s := range *out.Sessions {
+			for _, p := range s.Ports { // exec --expose
+				fmt.Fprintf(w, "%s: port %d is at %s\n", s.SessionID, p.Port, p.URL)
+			}
+		}
+	}
 	return w.err
 }
 
@@ -192,6 +199,9 @@ func (e *env) execYield(in *supervisor.ExecInput, asJSON bool) int {
 	io.WriteString(e.stderr, out.Stderr)
 	fmt.Fprintln(e.stdout, out.SessionID)
 	fmt.Fprintf(e.stderr, "autobox exec: the command runs on as session %s (autobox session poll|write|signal|close %s)\n", out.SessionID, out.SessionID)
+	for _, p := range out.Ports {
+		fmt.Fprintf(e.stderr, "autobox exec: port %d of the session is at %s until it ends\n", p.Port, p.URL)
+	}
 	return ExitOK
 }
 

@@ -30,6 +30,7 @@ var commandWords = map[string]words{
 		"hostPath": "HOST", "sandboxPath": "SANDBOX", "workspaceId": "--workspace",
 		"maxProcesses": "--max-processes", "maxWriteMb": "--max-write-mb", "cpuMs": "--cpu", "maxOpenFiles": "--max-open-files",
 		"yieldMs": "--yield", "tty": "--tty", "rows": "--rows", "cols": "--cols", "exec_session": "autobox session",
+		"expose": "--expose",
 	},
 	"session": {
 		"sessionId": "ID", "yieldMs": "--yield", "closeStdin": "--close-stdin", "exec_session": "autobox session",
@@ -37,7 +38,7 @@ var commandWords = map[string]words{
 	},
 	"ws": {
 		"copyMode": "--copy-mode", "storagePath": "--storage", "hostPath": "HOST", "sandboxPath": "SANDBOX",
-		"workspaceId": "ID",
+		"workspaceId": "ID", "exec_session": "autobox session",
 	},
 }
 
@@ -50,6 +51,7 @@ func wordsOf(cmd string) words {
 var (
 	mountIndex = regexp.MustCompile(`\bmounts\[([0-9]+)\]`)
 	envIndex   = regexp.MustCompile(`\benv\[([0-9]+)\]`)
+	pathIndex  = regexp.MustCompile(`\bpaths\[([0-9]+)\]`)
 	identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	plainValue = regexp.MustCompile(`^"[A-Za-z0-9._/-]+"`)
 )
@@ -84,6 +86,10 @@ func (w words) say(msg string) string {
 		text = envIndex.ReplaceAllStringFunc(text, func(m string) string {
 			n, _ := strconv.Atoi(envIndex.FindStringSubmatch(m)[1])
 			return fmt.Sprintf("--env #%d", n+1)
+		})
+		text = pathIndex.ReplaceAllStringFunc(text, func(m string) string {
+			n, _ := strconv.Atoi(pathIndex.FindStringSubmatch(m)[1])
+			return fmt.Sprintf("PATH #%d", n+1)
 		})
 		text = identifier.ReplaceAllStringFunc(text, func(id string) string {
 			if to, ok := w[id]; ok {

@@ -12,7 +12,10 @@ import (
 )
 
 const wsHelp = `Usage: autobox ws create [flags] HOST SANDBOX
-       autobox ws status|sync|discard [--json] ID
+       autobox ws status [--diff] [--json] ID [PATH...]
+       autobox ws sync [--json] ID [PATH...]
+       autobox ws resolve|merge [--json] ID PATH...
+       autobox ws discard [--json] ID
        autobox ws list [--json]
        autobox ws prune --older-than D [--include-unsynced] [--dry-run]
 
@@ -21,24 +24,37 @@ makes them. The host directory is unchanged until an explicit sync.
 
   create   copy HOST into a new workspace mounted at SANDBOX (e.g. /mnt/project);
            prints the workspace id on stdout (details on stderr)
-  status   the changes sync would make, and the conflicts that would stop it
-  sync     apply the workspace's changes to HOST; conflicts abort with nothing applied
+  status   the changes sync would make, and the conflicts that would stop it;
+           --diff adds a unified diff (binary and files over 1 MB summarised, 64 KB
+           in all); PATHs (relative to the workspace root) narrow it to those
+  sync     apply the workspace's changes to HOST; conflicts abort with nothing
+           applied; with PATHs, only the changes at or beneath them (the rest stays
+           pending, and conflicts elsewhere do not stop it)
+  resolve  for conflicted PATHs whose host version the workspace has taken in:
+           the host's current version becomes their baseline, so sync applies the
+           workspace's
+  merge    three-way merge of conflicted text files into the workspace; clean ones
+           are resolved, overlapping edits get conflict markers to edit, then resolve
   discard  delete the workspace and its unsynced changes (never touches HOST)
   list     every workspace: id, source, sandbox path, age, size on disk, unsynced changes
   prune    discard the workspaces created more than D ago (e.g. 7d, 12h); those with
            unsynced changes are kept (and named) unless --include-unsynced
 
-Edit a workspace with autobox js/exec --workspace ID, or any MCP client. Records live
+Edit a workspace with autobox js/exec --workspace ID (a session, exec --yield, may
+hold it for its life: sync and discard are refused meanwhile), or any MCP client. Records live
 in $AUTOBOX_STATE_DIR (default ~/.local/state/autobox); another autobox process
 working on them at the same moment makes a call fail with status 75 (retry).
 
-Exit status: 0 done, 1 not ok (conflicts, interrupted sync), 2 usage error,
-75 workspace lock busy, 125 refused (invalid arguments, unknown workspace, failure).
+Exit status: 0 done, 1 not ok (conflicts, interrupted sync, a merge that wrote
+conflict markers), 2 usage error, 75 workspace lock busy or in use by a running
+session (retry once it ends), 125 refused (invalid arguments, unknown workspace, failure).
 
 Examples:
   id=$(autobox ws create --exclude node_modules ~/src/app /mnt/app)
   autobox exec --workspace "$id" --cwd /mnt/app -- sh -c 'echo fix >> README'
-  autobox ws status "$id"
+  autobox ws status --diff "$id"
+  autobox ws sync "$id" src/main.go docs   # only these; the rest stays pending
+  autobox ws merge "$id" README.md         # after the host changed README.md too
   autobox ws sync "$id" && autobox ws discard "$id"
   autobox ws create --copy-mode auto --storage /data/ws /data/src /mnt/src --json
   autobox ws list --json | jq -r '.[] | select(.dirty) | .workspaceId'
@@ -62,7 +78,8 @@ func (e *env) ws(args []string) int {
 	fs.Var(&olderThan, "older-than", "prune: age of the workspaces to discard: a duration such as 7d, 12h or 30m")
 	includeUnsynced := fs.Bool("include-unsynced", false, "prune: discard workspaces with unsynced changes too")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be discarded, and discard nothing")
-	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "discard", "list", "prune")
+	diff := fs.Bool("diff", false, "status: add a unified diff of the changes")
+	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "resolve", "merge", "discard", "list", "prune")
 	if done {
 		return status
 	}
@@ -84,7 +101,10 @@ func (e *env) ws(args []string) int {
 			}
 		}
 	}
-	in := &supervisor.WorkspaceInput{Action: action}
+	if action != "status" && *diff {
+		return e.usage("ws", "--diff is for status only")
+	}
+	in := &supervisor.WorkspaceInput{Action: action, Diff: *diff}
 	switch action {
 	case "prune":
 		if len(pos) != 0 {
@@ -112,6 +132,19 @@ func (e *env) ws(args []string) int {
 		if len(excludes) > 0 {
 			in.Excludes = excludes
 		}
+	case "status", "sync":
+		if len(pos) == 0 {
+			return e.usage("ws", "%s needs a workspace ID, then any PATHs to narrow it to", action)
+		}
+		in.WorkspaceID = pos[0]
+		if len(pos) > 1 {
+			in.Paths = pos[1:]
+		}
+	case "resolve", "merge":
+		if len(pos) < 2 {
+			return e.usage("ws", "%s needs a workspace ID and the conflicted PATHs, e.g. autobox ws %s ID README.md", action, action)
+		}
+		in.WorkspaceID, in.Paths = pos[0], pos[1:]
 	default:
 		if len(pos) != 1 {
 			return e.usage("ws", "%s needs exactly one workspace ID", action)
@@ -143,7 +176,7 @@ func (e *env) ws(args []string) int {
 	}
 	res, ok, err := s.Workspace(e.ctx, in)
 	if err != nil {
-		return e.fail("ws "+action, err)
+		return e.fail("ws "+action, &wsError{err, wsSay(err.Error(), in.WorkspaceID)})
 	}
 	code := ExitOK
 	if !ok {
@@ -169,17 +202,22 @@ func (e *env) printWorkspace(res any) error {
 	switch r := res.(type) {
 	case *store.CreateResult:
 		fmt.Fprintln(w, r.WorkspaceID)
-		fmt.Fprintf(e.stderr, "created workspace %s for %s: %d files cloned, %d copied; edit it with --workspace %s\n",
-			r.WorkspaceID, shown(r.SandboxPath), r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
+		fmt.Fprintf(e.stderr, "created workspace %s for %s (--copy-mode %s: %s): %d files cloned, %d copied; edit it with --workspace %s\n",
+			r.WorkspaceID, shown(r.SandboxPath), r.CopyMode, r.CopiedBy, r.ClonedFiles, r.CopiedFiles, r.WorkspaceID)
 	case *store.StatusResult:
 		fmt.Fprintf(w, "workspace %s at %s\n", r.WorkspaceID, shown(r.SandboxPath))
 		printChanges(w, r.Changes)
-		printConflicts(w, r.Conflicts)
+		printConflicts(w, r.WorkspaceID, r.Conflicts)
+		printPending(w, r.Pending)
+		printDiff(w, r.Diff)
+	case *store.ResolveResult:
+		printResolved(w, r)
 	case *store.SyncResult:
 		switch {
 		case r.OK:
 			fmt.Fprintf(w, "synced %d of %d changes (%d files cloned, %d copied)\n", len(r.Applied), len(r.Changes), r.ClonedFiles, r.CopiedFiles)
 			printChanges(w, r.Changes)
+			printPending(w, r.Pending)
 		case r.Error != "":
 			fmt.Fprintf(w, "sync stopped part-way: %s\n", escapeText(r.Error))
 			fmt.Fprintf(w, "applied (%d):\n", len(r.Applied))
@@ -190,7 +228,8 @@ func (e *env) printWorkspace(res any) error {
 		default:
 			fmt.Fprintln(w, "sync refused: conflicts; nothing was applied")
 			printChanges(w, r.Changes)
-			printConflicts(w, r.Conflicts)
+			printConflicts(w, r.WorkspaceID, r.Conflicts)
+			printPending(w, r.Pending)
 		}
 	case *store.DiscardResult:
 		fmt.Fprintf(w, "discarded %s\n", r.WorkspaceID)
@@ -213,14 +252,14 @@ func printChanges(w io.Writer, changes []store.Change) {
 	tw.Flush()
 }
 
-func printConflicts(w io.Writer, conflicts []store.Conflict) {
+func printConflicts(w io.Writer, id string, conflicts []store.Conflict) {
 	if len(conflicts) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nCONFLICT\tWORKSPACE\tHOST\tREASON\n")
 	for _, c := range conflicts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shown(c.Path), orDash(string(c.Workspace)), orDash(string(c.Host)), escapeText(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shown(c.Path), orDash(string(c.Workspace)), orDash(string(c.Host)), escapeText(wsSay(c.Reason, id)))
 	}
 	tw.Flush()
 }

@@ -56,6 +56,10 @@ const (
 	tagProxySocket = 7
 	tagProxyToken  = 8
 	tagLimits      = 9
+	tagPortsSocket = 10
+	tagPortsToken  = 11
+	tagListenPorts = 12
+	tagOfferPorts  = 13
 )
 
 // Tags of policy.Limits.
@@ -115,6 +119,18 @@ func (e *encoder) strs(tag byte, l []string) {
 	e.b = binary.AppendUvarint(e.b, uint64(len(l)))
 	for _, s := range l {
 		e.raw(s)
+	}
+}
+
+// ints is a list of integers: its count, then each as a varint.
+func (e *encoder) ints(tag byte, l []int) {
+	if l == nil {
+		return
+	}
+	e.b = append(e.b, tag)
+	e.b = binary.AppendUvarint(e.b, uint64(len(l)))
+	for _, v := range l {
+		e.b = binary.AppendVarint(e.b, int64(v))
 	}
 }
 
@@ -195,6 +211,10 @@ func (e *encoder) command(c *policy.Command) {
 	if c.Limits != nil {
 		e.nested(tagLimits, func(e *encoder) { e.limits(c.Limits) })
 	}
+	e.str(tagPortsSocket, c.PortsSocket)
+	e.str(tagPortsToken, c.PortsToken)
+	e.ints(tagListenPorts, c.ListenPorts)
+	e.flag(tagOfferPorts, c.OfferPorts)
 }
 
 func (e *encoder) sandbox(s *policy.Sandbox) {
@@ -256,6 +276,23 @@ func (d *decoder) strs() ([]string, error) {
 	l := make([]string, n)
 	for i := range l {
 		if l[i], err = d.str(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (d *decoder) ints() ([]int, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.b)) || n > maxList { // every integer takes a byte at least
+		return nil, errShort
+	}
+	l := make([]int, n)
+	for i := range l {
+		if l[i], err = d.int(); err != nil {
 			return nil, err
 		}
 	}
@@ -362,6 +399,14 @@ func (d *decoder) command(c *policy.Command) error {
 		case tagLimits:
 			c.Limits = new(policy.Limits)
 			err = d.nested(func(d *decoder) error { return d.limits(c.Limits) })
+		case tagPortsSocket:
+			c.PortsSocket, err = d.str()
+		case tagPortsToken:
+			c.PortsToken, err = d.str()
+		case tagListenPorts:
+			c.ListenPorts, err = d.ints()
+		case tagOfferPorts:
+			c.OfferPorts = true
 		default:
 			err = errTag(tag)
 		}

@@ -25,6 +25,10 @@ func fill(t *testing.T, v reflect.Value, seed *int) {
 		case reflect.Bool:
 			f.SetBool(true)
 		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Int {
+				f.Set(reflect.ValueOf([]int{0, -*seed, 65535}))
+				break
+			}
 			f.Set(reflect.ValueOf([]string{"", "a b", strings.Repeat("x", 300)}))
 		case reflect.Struct:
 			fill(t, f, seed)

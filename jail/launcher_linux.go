@@ -105,6 +105,7 @@ func launch() int {
 		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken}
 		fwd.serve(st.net)
 	}
+	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
 	ctl := os.NewFile(ctlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
 	// else, EOF (Kill closed it, or the supervisor died) or an error on the
@@ -274,6 +275,9 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 		if privateRoot, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
 			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
+	}
+	if err := listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
+		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	// Looked up in the root the command gets, with its mounts in place.
 	path, err := lookPath(spec)

@@ -45,6 +45,7 @@ func prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
 	if inUserNS {
 		warmThreads()
+		nprocPerUserNS() // known before the call (applyNproc)
 	}
 	if wantPrivateRoot() {
 		// In a user namespace the launcher cannot go back to the host's

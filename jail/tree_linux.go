@@ -315,8 +315,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		// and POSIX message queues die with the call.
 		sys.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 		if mode == nsUser {
-			t.userns = true
-			userNSAttr(sys)
+			t.userns = true // forkUserNSLauncher makes the namespaces
 			env = append(env[:len(env):len(env)], userNSEnv+"=1")
 		}
 	}
@@ -327,7 +326,13 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
-	pid, err := syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	var pid int
+	var err error
+	if t.userns {
+		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", "exec"}, env, files, sys.Pdeathsig)
+	} else {
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+	}
 	if err != nil && t.pidns && mode == nsRoot && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
 		// A host (a container) that refuses pid namespaces to root: without.
 		pidNamespacesRefused.Store(true)

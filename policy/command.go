@@ -21,6 +21,21 @@ type Command struct {
 	// call by there (see package proxy). The command never sees the token.
 	ProxySocket string
 	ProxyToken  string
+	// PortsSocket and PortsToken are where a Linux launcher serves the
+	// command's session ports (package portfwd): it connects there, names
+	// the call by the token, hands over the listeners of ListenPorts, and,
+	// with OfferPorts, connects on request to a port of the command's own
+	// loopback. The command never sees the token.
+	PortsSocket string
+	PortsToken  string
+	// ListenPorts are ports the launcher listens on, on 127.0.0.1 and ::1 of
+	// the command's private network, before the command starts: the ports of
+	// sessions that this call's allowHosts names (session:ID:PORT), relayed
+	// by the supervisor. Refused where the command shares the host's network.
+	ListenPorts []int
+	// OfferPorts (a session in a private network) lets the supervisor reach
+	// the command's own loopback ports through the launcher.
+	OfferPorts bool
 	// Limits are the tree's resource limits (nil: none); see Limits.
 	Limits *Limits
 }

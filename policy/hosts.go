@@ -64,6 +64,8 @@ func parseHostRule(e string) (hostRule, error) {
 	switch {
 	case e == "":
 		return r, fmt.Errorf("empty entry")
+	case strings.HasPrefix(e, "session:"):
+		return r, fmt.Errorf("a session's port (session:ID:PORT) is for exec_command's allowHosts, which puts it on the command's own localhost; it is no host here")
 	case strings.Contains(e, "://"):
 		return r, fmt.Errorf("a URL: give the host, and :PORT if not 80 and 443")
 	case strings.ContainsAny(e, " \t\r\n\\@?#"):

@@ -95,6 +95,9 @@ func (c *Call) dial(ctx context.Context, host string, port uint16) (net.Conn, er
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	host = policy.NormalizeHost(host)
+	if r, ok := c.routedLocal(host, port); ok { // local.go: a session's port
+		return c.dialLocal(ctx, r, port)
+	}
 	addrs, d := c.check(ctx, host, port)
 	return c.dialChecked(ctx, host, port, addrs, d)
 }

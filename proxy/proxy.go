@@ -35,14 +35,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/internal/procfs"
+	"github.com/autobox-dev/autobox/internal/hostsock"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -70,35 +69,15 @@ type Proxy struct {
 // parent (0700, named after this process so that a later one can remove it if
 // this one is killed).
 func New(parent string) (*Proxy, error) {
-	sweepStale(parent)
-	dir, err := os.MkdirTemp(parent, fmt.Sprintf("autobox-proxy-%d-", os.Getpid()))
+	dir, ln, err := hostsock.Listen(parent, "autobox-proxy", "proxy.sock")
 	if err != nil {
-		return nil, fmt.Errorf("making the proxy's directory: %w", err)
-	}
-	ln, err := net.Listen("unixpacket", filepath.Join(dir, "proxy.sock"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("listening for the proxy: %w", err)
+		return nil, fmt.Errorf("starting the proxy: %w", err)
 	}
 	p := &Proxy{dir: dir, ln: ln, resolver: newResolver(), calls: map[string]*Call{}}
 	p.perCall, p.total = serverConnLimits()
 	p.wg.Add(1)
 	go p.serveOn(ln, p.handle)
 	return p, nil
-}
-
-// sweepStale removes the socket directories of autobox processes that are gone.
-func sweepStale(parent string) {
-	dirs, _ := filepath.Glob(filepath.Join(parent, "autobox-proxy-*-*"))
-	for _, d := range dirs {
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(d), "autobox-proxy-%d-", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		if !procfs.Exists(pid) {
-			os.RemoveAll(d)
-		}
-	}
 }
 
 // Socket is the path of the proxy's unix socket.
@@ -175,10 +154,10 @@ func (p *Proxy) handle(conn net.Conn) {
 			return
 		}
 		if string(buf[:n]) == policy.ProxyTransparent {
-			c.serveTransparent(passedFDs(oob[:oobn]))
+			c.serveTransparent(hostsock.PassedFDs(oob[:oobn]))
 			continue
 		}
-		for _, fd := range passedFDs(oob[:oobn]) {
+		for _, fd := range hostsock.PassedFDs(oob[:oobn]) {
 			// Past the call's or the server's limit, closed before anything
 			// else is spent on it.
 			if c.acquire() != nil {
@@ -200,21 +179,6 @@ func (p *Proxy) handle(conn net.Conn) {
 			}()
 		}
 	}
-}
-
-// passedFDs are the descriptors of SCM_RIGHTS messages.
-func passedFDs(oob []byte) []int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var fds []int
-	for i := range msgs {
-		if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
-			fds = append(fds, got...)
-		}
-	}
-	return fds
 }
 
 // serveClient serves a client connection of the call as HTTP or SOCKS5.
@@ -274,9 +238,10 @@ type Call struct {
 
 	mu             sync.Mutex
 	conns          map[net.Conn]bool
-	transparentFDs []io.Closer     // the transparent path's listeners and DNS sockets
-	fake           fakeNames       // the transparent path's names
-	httpTransport  *http.Transport // made by the first forwarded request
+	transparentFDs []io.Closer           // the transparent path's listeners and DNS sockets
+	fake           fakeNames             // the transparent path's names
+	httpTransport  *http.Transport       // made by the first forwarded request
+	local          map[uint16]localRoute // local.go: session ports
 	closed         bool
 }
 
@@ -352,24 +317,5 @@ func tunnel(conn net.Conn, br *bufio.Reader, up net.Conn) {
 			return
 		}
 	}
-	splice(conn, up)
-}
-
-// splice copies between a and b both ways until both directions are done,
-// passing on half-closes.
-func splice(a, b net.Conn) {
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		} else {
-			dst.Close()
-		}
-		done <- struct{}{}
-	}
-	go cp(a, b)
-	go cp(b, a)
-	<-done
-	<-done
+	hostsock.Splice(conn, up)
 }

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/hostsock"
 )
 
 // serveTransparent takes the sockets of a command's transparent path, as the
@@ -73,7 +75,7 @@ func (c *Call) serveRedirected(conn *net.TCPConn) {
 		return
 	}
 	defer up.Close()
-	splice(conn, up)
+	hostsock.Splice(conn, up)
 }
 
 // originalDst is where the command connected before the redirect.

@@ -181,8 +181,12 @@ func (t *Table[E]) Idle() time.Duration { return t.opts.Idle }
 // Reservation is a place in a table for a session about to start.
 type Reservation[E any] struct {
 	t    *Table[E]
+	id   string
 	once sync.Once
 }
+
+// ID is the id the session will have once opened.
+func (r *Reservation[E]) ID() string { return r.id }
 
 // Reserve takes a place for a session, before its command is started, or says
 // why there is none: the table is full (the error names the open sessions) or
@@ -197,7 +201,7 @@ func (t *Table[E]) Reserve() (*Reservation[E], error) {
 		return nil, fmt.Errorf("%w: %d are running, at most %d: %s; end one with exec_session close", ErrFull, n, t.opts.Max, t.describeLocked())
 	}
 	t.reserved++
-	return &Reservation[E]{t: t}, nil
+	return &Reservation[E]{t: t, id: newID()}, nil
 }
 
 // runningLocked counts the open sessions whose command has not ended.
@@ -264,7 +268,7 @@ func (r *Reservation[E]) Cancel() {
 func (r *Reservation[E]) Open(spec *Spec[E], started time.Time) *Session[E] {
 	t := r.t
 	s := &Session[E]{
-		t: t, id: newID(), spec: spec, started: started, lastCall: time.Now(),
+		t: t, id: r.id, spec: spec, started: started, lastCall: time.Now(),
 		stdout:  newStream("stdout", KeptStdout, AnswerStdout),
 		changed: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -310,6 +314,19 @@ func (t *Table[E]) get(id string) (*Session[E], error) {
 	}
 	s.touch()
 	return s, nil
+}
+
+// Hold counts a use of a session that is not a call, a connection to one of
+// its ports (package portfwd), as a call in progress until release: the
+// session does not idle out meanwhile, and its idle time counts from the
+// release. An id that is not open is ignored (release does nothing).
+func (t *Table[E]) Hold(id string) (release func()) {
+	s, err := t.get(id)
+	if err != nil {
+		return func() {}
+	}
+	var once sync.Once
+	return func() { once.Do(s.leave) }
 }
 
 // remove forgets s, remembering why; it reports false if s was gone already.

@@ -35,22 +35,6 @@ type CreateRequest struct {
 	Excludes    []string // exact relative paths left out of the copy and of syncs
 }
 
-// MountRef is the mount entry a caller passes to execute_js / exec_command.
-type MountRef struct {
-	WorkspaceID string `json:"workspaceId"`
-}
-
-// CreateResult is the create response. The counts are source files cloned or copied
-// into the private baseline.
-type CreateResult struct {
-	OK          bool     `json:"ok"`
-	WorkspaceID string   `json:"workspaceId"`
-	Mount       MountRef `json:"mount"`
-	SandboxPath string   `json:"sandboxPath"`
-	ClonedFiles int      `json:"clonedFiles"`
-	CopiedFiles int      `json:"copiedFiles"`
-}
-
 // testHookCreateFile, when set by tests, runs before each source file is copied.
 var testHookCreateFile func(rel string)
 
@@ -242,9 +226,11 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	if err := syncFS(dirs[1]); err != nil {
 		return nil, fmt.Errorf("create: flushing storage: %w", err)
 	}
+	cloned, copied := int(c.cloned.Load()), int(c.copied.Load())
 	return &CreateResult{
 		OK: true, WorkspaceID: rec.ID, Mount: MountRef{WorkspaceID: rec.ID},
-		SandboxPath: rec.SandboxPath, ClonedFiles: int(c.cloned.Load()), CopiedFiles: int(c.copied.Load()),
+		SandboxPath: rec.SandboxPath, ClonedFiles: cloned, CopiedFiles: copied,
+		CopyMode: rec.CopyMode, CopiedBy: copiedBy(cloned, copied),
 	}, nil
 }
 

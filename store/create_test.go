@@ -75,7 +75,7 @@ func TestCreateCloneSharesBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.OK || res.ClonedFiles != 3 || res.CopiedFiles != 0 || res.SandboxPath != "/mnt/project" || res.Mount.WorkspaceID != res.WorkspaceID {
+	if !res.OK || res.ClonedFiles != 3 || res.CopiedFiles != 0 || res.CopyMode != CopyModeClone || res.CopiedBy != "clone" || res.SandboxPath != "/mnt/project" || res.Mount.WorkspaceID != res.WorkspaceID {
 		t.Fatalf("result %+v, want 3 cloned files", res)
 	}
 	for _, tree := range []string{"baseline", "work"} {
@@ -97,7 +97,7 @@ func TestCreateCloneSharesBlocks(t *testing.T) {
 		t.Error("want the record and no creation marker")
 	}
 	js, _ := json.Marshal(res)
-	wantKeys(t, js, "clonedFiles", "copiedFiles", "mount", "ok", "sandboxPath", "workspaceId")
+	wantKeys(t, js, "clonedFiles", "copiedBy", "copiedFiles", "copyMode", "mount", "ok", "sandboxPath", "workspaceId")
 }
 
 // wantKeys checks the top-level JSON object has exactly these keys.
@@ -150,7 +150,7 @@ func TestCreateWithoutCopyOnWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ClonedFiles != 0 || res.CopiedFiles != 3 {
+	if res.ClonedFiles != 0 || res.CopiedFiles != 3 || res.CopyMode != CopyModeAuto || res.CopiedBy != "copy" {
 		t.Errorf("auto on tmpfs: %+v, want 3 copied", res)
 	}
 	sameMetadata(t, e.src, e.work(res.WorkspaceID))

@@ -98,6 +98,21 @@ func (s *Store) HoldWritable(paths []string) (release func(), err error) {
 	return release, nil
 }
 
+// changed records that what this process holds changed (a workspace's users),
+// for the next publishHeld.
+func (h *holds) changed() {
+	h.mu.Lock()
+	h.gen++
+	h.mu.Unlock()
+}
+
+// heldFile is a registration file: the read-write mounts a process's calls hold,
+// and who uses each workspace (wslock.go). Older versions wrote the list alone.
+type heldFile struct {
+	RW         []string            `json:"rw"`
+	Workspaces map[string][]string `json:"workspaces,omitempty"`
+}
+
 // publishHeld writes this process's registration as it is now, or returns
 // once a write that began after the caller's change has. Calls that start
 // together share one write.
@@ -121,18 +136,18 @@ func (s *Store) publishHeld() error {
 	}
 	h.mu.Unlock()
 	sort.Strings(list)
-	err := s.writeHeld(list)
+	err := s.writeHeld(heldFile{RW: list, Workspaces: s.ws.uses()})
 	h.mu.Lock()
 	h.written, h.werr = gen, err
 	h.mu.Unlock()
 	return err
 }
 
-// writeHeld replaces this process's registration file with list (h.wmu held).
-func (s *Store) writeHeld(list []string) error {
+// writeHeld replaces this process's registration file with hf (h.wmu held).
+func (s *Store) writeHeld(hf heldFile) error {
 	h := &s.held
 	if h.lock == nil {
-		if len(list) == 0 {
+		if len(hf.RW) == 0 && len(hf.Workspaces) == 0 {
 			return nil
 		}
 		if err := os.MkdirAll(s.heldDir(), 0o700); err != nil {
@@ -156,7 +171,7 @@ func (s *Store) writeHeld(list []string) error {
 		h.base = base
 		h.mu.Unlock()
 	}
-	b, _ := json.Marshal(list)
+	b, _ := json.Marshal(hf)
 	// Replaced atomically, but not synced: the registry is about processes
 	// that are alive, which a crash ends; a sync per call would cost every
 	// call with a rw mount a disk flush.
@@ -180,6 +195,37 @@ func (s *Store) writeHeld(list []string) error {
 // heldWritable lists the read-write mounts that live calls of every process
 // hold, each with who holds it.
 func (s *Store) heldWritable() (map[string]string, error) {
+	files, err := s.readHeld(true)
+	out := map[string]string{}
+	for pid, hf := range files {
+		for _, p := range hf.RW {
+			out[p] = "process " + pid
+		}
+	}
+	return out, err
+}
+
+// otherUses lists, per workspace, the calls and sessions of other live processes
+// that use it, as they registered them.
+func (s *Store) otherUses() map[string][]string {
+	files, _ := s.readHeld(false)
+	out := map[string][]string{}
+	for pid, hf := range files {
+		for id, users := range hf.Workspaces {
+			for _, u := range users {
+				out[id] = append(out[id], fmt.Sprintf("%s (in process %s)", u, pid))
+			}
+		}
+	}
+	for _, l := range out {
+		sort.Strings(l)
+	}
+	return out
+}
+
+// readHeld reads the registrations of live processes (this one's too, if own),
+// keyed by pid, removing those of processes that are gone.
+func (s *Store) readHeld(own bool) (map[string]heldFile, error) {
 	ents, err := os.ReadDir(s.heldDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -188,16 +234,19 @@ func (s *Store) heldWritable() (map[string]string, error) {
 		return nil, err
 	}
 	s.held.mu.Lock()
-	own := s.held.base
+	mine := s.held.base
 	s.held.mu.Unlock()
-	out := map[string]string{}
+	out := map[string]heldFile{}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
 			continue
 		}
 		base := filepath.Join(s.heldDir(), name)
-		if base != own && !holderAlive(base) {
+		if base == mine && !own {
+			continue
+		}
+		if base != mine && !holderAlive(base) {
 			os.Remove(base + ".json")
 			os.Remove(base + ".lock")
 			continue
@@ -206,14 +255,20 @@ func (s *Store) heldWritable() (map[string]string, error) {
 		if err != nil {
 			continue // replaced or removed meanwhile
 		}
-		var list []string
-		if json.Unmarshal(b, &list) != nil {
+		var hf heldFile
+		if json.Unmarshal(b, &hf) != nil && json.Unmarshal(b, &hf.RW) != nil {
 			continue
 		}
 		pid, _, _ := strings.Cut(name, "-")
-		for _, p := range list {
-			out[p] = "process " + pid
+		prev := out[pid]
+		prev.RW = append(prev.RW, hf.RW...)
+		if len(hf.Workspaces) > 0 && prev.Workspaces == nil {
+			prev.Workspaces = map[string][]string{}
 		}
+		for id, u := range hf.Workspaces {
+			prev.Workspaces[id] = append(prev.Workspaces[id], u...)
+		}
+		out[pid] = prev
 	}
 	return out, nil
 }

@@ -56,17 +56,7 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 	// closes it (close-on-exec), and with it, for a moment, the flock of an operation
 	// that has already ended here. So a refusal is believed only after it has lasted
 	// busyAfter; another process's operation lasts far longer.
-	for deadline := time.Now().Add(busyAfter); ; {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if err != nil {
+	if err = flockPatient(fd, unix.LOCK_EX); err != nil {
 		unix.Close(fd)
 		release()
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -81,4 +71,19 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 			release()
 		})
 	}, nil
+}
+
+// flockPatient takes flock(mode) on fd without blocking, but believes a refusal only
+// once it has lasted busyAfter (see Lock); it returns EWOULDBLOCK then.
+func flockPatient(fd, mode int) error {
+	for deadline := time.Now().Add(busyAfter); ; {
+		err := unix.Flock(fd, mode|unix.LOCK_NB)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -85,6 +85,16 @@ func runChild(role string) int {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		unlock()
 		return 0
+	case "use": // use WORKSPACE_ID as a session would, until stdin closes or we are killed
+		release, err := s.Use(context.Background(), []string{os.Getenv("WORKSPACE_ID")}, User{Who: "session s-child (sleep 60)", Session: true})
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("using")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		release()
+		return 0
 	case "asuser": // an unprivileged user's whole workflow over read-only directories
 		if err := readOnlyWorkflow(s); err != nil {
 			fmt.Println("error:", err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -32,6 +33,21 @@ type StatusResult struct {
 	SandboxPath string     `json:"sandboxPath"`
 	Changes     []Change   `json:"changes"`
 	Conflicts   []Conflict `json:"conflicts"`
+	// Diff is the unified diff of Changes, when asked for (diff.go); DiffTruncated
+	// says files were left out to keep it within DiffTotalMax.
+	Diff          string `json:"diff,omitempty"`
+	DiffTruncated bool   `json:"diffTruncated,omitempty"`
+	// Pending: with Paths, the changes left out.
+	Pending []Change `json:"pending,omitempty"`
+}
+
+// StatusOptions are status's optional parameters; nil means none.
+type StatusOptions struct {
+	// Diff asks for the unified diff of the changes (bounded: see diff.go).
+	Diff bool
+	// Paths narrows the changes, conflicts and diff to those at or beneath these
+	// paths (relative to the workspace root, as status lists them).
+	Paths []string
 }
 
 // opened holds a workspace's trees, open for one operation.
@@ -179,7 +195,7 @@ func (pl *plan) findConflicts() {
 	}
 	for p, wa := range pl.ws {
 		if ha, ok := pl.hs[p]; ok {
-			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: "changed in both the workspace and the host since the baseline"})
+			add(Conflict{Path: p, Workspace: wa, Host: ha, Reason: bothChangedReason(p)})
 			continue
 		}
 		ancestors(p, func(a string) bool {
@@ -238,34 +254,91 @@ func (pl *plan) findConflicts() {
 }
 
 // beginPlanned starts an operation on workspace id with its trees open and compared;
-// done closes them and releases the lock.
-func (s *Store) beginPlanned(ctx context.Context, id string) (o *opened, pl *plan, done func(), err error) {
+// done closes them and releases the locks. A change (action "sync", "resolve")
+// holds the workspace's own lock too (wslock.go); status ("") does not.
+func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened, pl *plan, done func(), err error) {
+	unchange := func() {}
+	if change != "" {
+		if unchange, err = s.change(ctx, id, change); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	unlock, err := s.begin(ctx)
 	if err != nil {
+		unchange()
 		return nil, nil, nil, err
 	}
+	release := func() { unlock(); unchange() }
 	if o, err = s.open(id); err != nil {
-		unlock()
+		release()
 		return nil, nil, nil, err
 	}
-	if pl, err = makePlan(ctx, o); err != nil {
+	for attempt := 1; ; attempt++ {
+		pl, err = makePlan(ctx, o)
+		// status runs beside the calls that use the workspace (wslock.go): a file
+		// one of them replaces while the scan reads it is looked at again.
+		if err == nil || change != "" || attempt == statusAttempts || !racedScan(err) {
+			break
+		}
+	}
+	if err != nil {
 		o.Close()
-		unlock()
+		release()
 		return nil, nil, nil, err
 	}
-	return o, pl, func() { o.Close(); unlock() }, nil
+	return o, pl, func() { o.Close(); release() }, nil
+}
+
+// statusAttempts bounds how often status plans again after a scan that raced a
+// writer.
+const statusAttempts = 3
+
+// racedScan reports errors a scan gets when an entry changes under it.
+func racedScan(err error) bool {
+	return errors.Is(err, ErrChanged) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
 }
 
 // Status compares the baseline with the working tree (the changes sync would apply)
 // and with the host (to find conflicts). It changes nothing but leftover staging and
 // the baseline manifest, a private cache.
 func (s *Store) Status(ctx context.Context, id string) (*StatusResult, error) {
-	o, pl, done, err := s.beginPlanned(ctx, id)
+	return s.StatusWith(ctx, id, nil)
+}
+
+// StatusWith is Status with options.
+func (s *Store) StatusWith(ctx context.Context, id string, opts *StatusOptions) (*StatusResult, error) {
+	if opts == nil {
+		opts = &StatusOptions{}
+	}
+	o, pl, done, err := s.beginPlanned(ctx, id, "")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}, nil
+	all := pl.changes
+	if err := pl.narrow(opts.Paths); err != nil {
+		return nil, err
+	}
+	res := &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}
+	if opts.Paths != nil {
+		res.Pending = pendingOf(all, pl.changes)
+	}
+	if opts.Diff {
+		res.Diff, res.DiffTruncated = pl.diffText()
+	}
+	return res, nil
+}
+
+// narrow restricts the plan to the paths a caller named ("paths"), if any.
+func (pl *plan) narrow(paths []string) error {
+	if paths == nil {
+		return nil
+	}
+	clean, err := cleanPaths("paths", pl.o.rec.SandboxPath, paths)
+	if err != nil {
+		return err
+	}
+	return pl.restrict("paths", clean)
 }
 
 // dirty reports whether the working tree differs from the baseline.

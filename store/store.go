@@ -5,7 +5,9 @@
 //
 // Every operation runs under one lock: a mutex within the process and flock on
 // <StateDir>/operation.lock across processes, so a second autobox process sharing the
-// state directory gets ErrBusy at once instead of waiting.
+// state directory gets ErrBusy at once instead of waiting. Calls and sessions that
+// mount a workspace hold that workspace's own lock instead, which sync, resolve and
+// discard need too (wslock.go).
 //
 // Host and workspace trees are opened as directories and every later access walks
 // beneath them one component at a time with O_NOFOLLOW, so a symlink swapped in while an
@@ -91,7 +93,8 @@ type Store struct {
 	defaultStorage string
 	lockPath       string
 	sem            chan struct{} // in-process half of the operation lock
-	held           holds         // this process's read-write mounts (held.go)
+	held           holds         // this process's read-write mounts and workspace users (held.go)
+	ws             wsLocks       // per-workspace locks (wslock.go)
 }
 
 // Workspace is what an execution needs to mount a workspace.
@@ -248,6 +251,11 @@ type DiscardResult struct {
 
 // Discard deletes the workspace storage and record. It never touches the source.
 func (s *Store) Discard(ctx context.Context, id string) (*DiscardResult, error) {
+	unchange, err := s.change(ctx, id, "discard")
+	if err != nil {
+		return nil, err
+	}
+	defer unchange()
 	unlock, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -263,5 +271,6 @@ func (s *Store) Discard(ctx context.Context, id string) (*DiscardResult, error) 
 	if err := os.Remove(s.recordPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("discarding workspace %s: removing record: %w", id, err)
 	}
+	s.dropWorkspaceLock(id)
 	return &DiscardResult{OK: true, WorkspaceID: id}, nil
 }

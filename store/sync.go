@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,67 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// SyncResult is the sync response. It has three JSON shapes, as in the seed:
-//
-//	synced:      {ok: true, workspaceId, changes, applied, clonedFiles, copiedFiles}
-//	conflicted:  {ok: false, workspaceId, changes, conflicts, applied: []}
-//	interrupted: {ok: false, workspaceId, error, applied, recovery}
-//
-// The counts are host replacement files staged by clone or by copy.
-type SyncResult struct {
-	OK          bool
-	WorkspaceID string
-	Changes     []Change
-	Conflicts   []Conflict
-	Applied     []string // listed changes fully applied, in order
-	ClonedFiles int
-	CopiedFiles int
-	Error       string // set when the sync stopped part-way
-	Recovery    string
-}
-
-// MarshalJSON emits the seed's shape for the result's state.
-func (r SyncResult) MarshalJSON() ([]byte, error) {
-	applied := r.Applied
-	if applied == nil {
-		applied = []string{}
-	}
-	changes := r.Changes
-	if changes == nil {
-		changes = []Change{}
-	}
-	switch {
-	case r.OK:
-		return json.Marshal(struct {
-			OK          bool     `json:"ok"`
-			WorkspaceID string   `json:"workspaceId"`
-			Changes     []Change `json:"changes"`
-			Applied     []string `json:"applied"`
-			ClonedFiles int      `json:"clonedFiles"`
-			CopiedFiles int      `json:"copiedFiles"`
-		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles})
-	case r.Error != "":
-		return json.Marshal(struct {
-			OK          bool     `json:"ok"`
-			WorkspaceID string   `json:"workspaceId"`
-			Error       string   `json:"error"`
-			Applied     []string `json:"applied"`
-			Recovery    string   `json:"recovery"`
-		}{false, r.WorkspaceID, r.Error, applied, r.Recovery})
-	}
-	conflicts := r.Conflicts
-	if conflicts == nil {
-		conflicts = []Conflict{}
-	}
-	return json.Marshal(struct {
-		OK          bool       `json:"ok"`
-		WorkspaceID string     `json:"workspaceId"`
-		Changes     []Change   `json:"changes"`
-		Conflicts   []Conflict `json:"conflicts"`
-		Applied     []string   `json:"applied"`
-	}{false, r.WorkspaceID, changes, conflicts, applied})
-}
 
 const recovery = "Sync stopped part-way. The paths in applied were synced and the rest were not: each path, a replaced directory included, is wholly old or wholly new on the host; " +
 	"the workspace is kept. Run status to see what remains, fix the cause, then sync again."
@@ -89,12 +27,35 @@ var testHookApplied func(rel string)
 //
 // Go errors mean nothing was applied: unknown id, busy lock, unreadable trees.
 func (s *Store) Sync(ctx context.Context, id string) (*SyncResult, error) {
-	o, pl, done, err := s.beginPlanned(ctx, id)
+	return s.SyncWith(ctx, id, nil)
+}
+
+// SyncOptions are sync's optional parameters; nil means none.
+type SyncOptions struct {
+	// Paths applies only the changes at or beneath these paths (and the new
+	// directories they need); the others stay pending. Conflicts elsewhere do not
+	// stop it.
+	Paths []string
+}
+
+// SyncWith is Sync with options.
+func (s *Store) SyncWith(ctx context.Context, id string, opts *SyncOptions) (*SyncResult, error) {
+	if opts == nil {
+		opts = &SyncOptions{}
+	}
+	o, pl, done, err := s.beginPlanned(ctx, id, "sync")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	all := pl.changes
+	if err := pl.narrow(opts.Paths); err != nil {
+		return nil, err
+	}
 	res := &SyncResult{WorkspaceID: id, Changes: pl.changes, Applied: []string{}}
+	if opts.Paths != nil {
+		res.Pending = pendingOf(all, pl.changes)
+	}
 	if len(pl.conflicts) > 0 {
 		res.Conflicts = pl.conflicts
 		return res, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // Argument bounds for exec_command.
@@ -27,7 +28,7 @@ type ExecInput struct {
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
 	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
-	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork"`
+	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork. session:SESSION_ID:PORT puts a running session's port (a dev server) at this command's own localhost:PORT, and opens nothing else"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
@@ -39,6 +40,7 @@ type ExecInput struct {
 	Rows         *int               `json:"rows,omitempty" jsonschema:"tty: the terminal's height in lines"`
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
 	Caches       []string           `json:"caches,omitempty" jsonschema:"tool caches kept between calls, mounted read-write and set through the tool's variables: npm (npm_config_cache), pip (PIP_CACHE_DIR), go (GOCACHE, GOMODCACHE), cargo (CARGO_HOME); the user's own, outside every mount"`
+	Expose       []int              `json:"expose,omitempty" jsonschema:"with yieldMs: ports the session's server listens on (inside its sandbox) to forward to the host's 127.0.0.1 for the user's browser; the answers report ports[{port, url}]; closed when the session ends"`
 	Env          []string           `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"] ($PATH in PATH is the default PATH; sandbox paths in values are rewritten to host paths); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
 }
 
@@ -63,6 +65,7 @@ type ExecOutput struct {
 	SessionID       string        `json:"sessionId,omitempty" jsonschema:"the session, while running is true"`
 	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
 	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
+	Ports           []PortReport  `json:"ports,omitempty" jsonschema:"a running session's exposed ports (expose): where the host reaches each"`
 	Mounts          []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the command ran with, each with the host directory it resolved to"`
 }
 
@@ -82,6 +85,8 @@ type execCall struct {
 	rows, cols int
 	env        []string // the call's own variables, KEY=VALUE
 	caches     callCaches
+	routes     []sessionRoute // allowHosts session:ID:PORT entries (ports.go)
+	expose     []int          // a session's ports to expose to the host
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -113,7 +118,14 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
-	if c.net, err = s.networkChoice(in.AllowNetwork, in.AllowHosts, true); err != nil {
+	hosts, err := c.takeSessionEntries(in) // ports.go
+	if err != nil {
+		return nil, err
+	}
+	if c.net, err = s.networkChoice(in.AllowNetwork, hosts, true); err != nil {
+		return nil, err
+	}
+	if err = s.resolvePorts(c, in); err != nil {
 		return nil, err
 	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
@@ -183,7 +195,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if c.yield != nil {
 		return s.startSession(ctx, in, c, start)
 	}
-	leave, err := s.enter(ctx, c.mounts)
+	leave, err := s.enter(ctx, c.mounts, store.User{Who: "an exec_command call (" + displayCommand(in.Command) + ")"})
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +219,11 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if pc != nil {
 		defer pc.Close()
 	}
+	ports, err := s.portsFor(c, cmd, pc, false) // ports.go
+	if err != nil {
+		return nil, err
+	}
+	defer ports.close()
 	out := &ExecOutput{Mounts: reportMounts(c.mounts)}
 	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
 	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
@@ -250,6 +267,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	ports.note(out)
 	return c.ended(out, tree, res, werr, killedBy, scratch, pc)
 }
 

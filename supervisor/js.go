@@ -11,6 +11,7 @@ import (
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
+	"github.com/autobox-dev/autobox/store"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
 
@@ -103,7 +104,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		return nil, err
 	}
 	start = time.Now() // the user's time to answer is not the call's
-	leave, err := s.enter(ctx, c.mounts)
+	leave, err := s.enter(ctx, c.mounts, store.User{Who: "an execute_js call"})
 	if err != nil {
 		return nil, err
 	}

@@ -154,7 +154,8 @@ var inputRules = map[string]map[string][]rule{
 		"closeStdin": {byDefault(false)},
 	},
 	"copy_then_sync": {
-		"action":   {choices(true, "create", "status", "sync", "discard")},
+		"action":   {choices(true, "create", "status", "sync", "resolve", "merge", "discard")},
+		"diff":     {byDefault(false)},
 		"copyMode": {choices(false, store.CopyModeClone, store.CopyModeAuto)},
 		"excludes": {byDefault([]string{})},
 	},

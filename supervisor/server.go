@@ -91,6 +91,7 @@ type Server struct {
 	proxyErr  error
 
 	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
+	sports   sessionPorts               // their ports, reached from later calls and the host (ports.go)
 
 	ceiling   *ceiling.Ceiling // the user's ceiling (ceiling.go)
 	grants    ceiling.Grants   // what the user allowed beyond it for this server's life
@@ -172,6 +173,7 @@ func (s *Server) Close() {
 	if s.proxy != nil {
 		s.proxy.Close()
 	}
+	s.sports.close()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
@@ -236,7 +238,7 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 	}, s.ExecSession, sessionFailed)
 	addTool(srv, calls, &mcp.Tool{
 		Name:        "copy_then_sync",
-		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts; sync: apply workspace changes to the host (conflicts abort with nothing applied); discard: delete the workspace. The host source is unchanged until sync.",
+		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts (diff: true adds a unified diff); sync: apply workspace changes to the host (conflicts abort with nothing applied; paths applies only those); resolve (paths): after bringing the host's version of conflicted paths into the workspace, take it as their baseline; merge (paths): three-way merge of conflicted text files into the workspace; discard: delete the workspace. The host source is unchanged until sync.",
 		Annotations: &mcp.ToolAnnotations{Title: "Workspace copy and sync", DestructiveHint: &t, OpenWorldHint: &f},
 	}, s.workspaceTool, workspaceFailed)
 	return srv, calls

@@ -14,6 +14,7 @@ import (
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/session"
+	"github.com/autobox-dev/autobox/store"
 )
 
 // Sessions: exec_command with yieldMs starts its command as package session
@@ -54,11 +55,6 @@ func (c *execCall) validateSession(in *ExecInput) error {
 		}
 		d := time.Duration(y) * time.Millisecond
 		c.yield = &d
-		for i, m := range in.Mounts {
-			if m.WorkspaceID != "" {
-				return fmt.Errorf("%w: mounts[%d]: a session (yieldMs) cannot mount a workspace: it would hold the workspace lock, which status, sync and every call that mounts a workspace wait for, for its whole life; run the command without yieldMs", policy.ErrInvalid, i)
-			}
-		}
 	}
 	c.tty = in.TTY
 	if c.tty && c.yield == nil {
@@ -233,6 +229,8 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	out, _ := sessionOutput(a, s.opts.Unsafe)
 	if !a.Running {
 		out.SessionID = "" // the ordinary result: the session is gone
+	} else {
+		out.Ports = s.portReports(a.ID) // ports.go
 	}
 	out.Mounts = reportMounts(c.mounts)
 	return out, nil
@@ -247,7 +245,9 @@ type startedSession struct {
 // launchSession starts the command of a session as ExecCommand starts one,
 // with pipes or a terminal, and opens its session in slot.
 func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *ExecInput, c *execCall, start time.Time, slot *session.Reservation[sessionEnd]) (*startedSession, error) {
-	leave, err := s.enter(ctx, c.mounts)
+	// A session holds its workspaces for its life: their sync is refused
+	// meanwhile, naming it.
+	leave, err := s.enter(ctx, c.mounts, store.User{Who: "session " + slot.ID() + " (" + displayCommand(in.Command) + ")", Session: true})
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,17 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		s.scratch.release(scratch)
 		leave()
 	}
+	ports, err := s.portsFor(c, cmd, pc, true) // ports.go
+	if err != nil {
+		if pc != nil {
+			pc.Close()
+		}
+		io.closeAll()
+		cleanup()
+		return nil, err
+	}
 	closeProxy := func() {
+		ports.close()
 		if pc != nil {
 			pc.Close()
 		}
@@ -330,6 +340,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 			defer cleanup()
 			defer closeProxy()
 			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res))), Isolation: isolationOf(tree)}
+			ports.note(out)
 			out, err := c.ended(out, tree, res, werr, killedBy, scratch, pc)
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}
@@ -341,6 +352,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		End:    k.kill,
 	}
 	sess := slot.Open(spec, start)
+	ports.named(sess.ID(), s.sessions)
 	return &startedSession{id: sess.ID(), kill: k.kill}, nil
 }
 

@@ -28,12 +28,13 @@ type SessionOutput struct {
 
 // SessionInfo describes an open session.
 type SessionInfo struct {
-	SessionID string  `json:"sessionId"`
-	Command   string  `json:"command" jsonschema:"the command line as given"`
-	TTY       bool    `json:"tty" jsonschema:"it runs on a pseudo-terminal"`
-	State     string  `json:"state" jsonschema:"running, or ended: its final result waits for a poll"`
-	AgeMs     float64 `json:"ageMs" jsonschema:"time since it started"`
-	IdleMs    float64 `json:"idleMs" jsonschema:"time since the last call that named it; at the server's idle limit it is ended"`
+	SessionID string       `json:"sessionId"`
+	Command   string       `json:"command" jsonschema:"the command line as given"`
+	TTY       bool         `json:"tty" jsonschema:"it runs on a pseudo-terminal"`
+	State     string       `json:"state" jsonschema:"running, or ended: its final result waits for a poll"`
+	AgeMs     float64      `json:"ageMs" jsonschema:"time since it started"`
+	IdleMs    float64      `json:"idleMs" jsonschema:"time since the last call that named it; at the server's idle limit it is ended"`
+	Ports     []PortReport `json:"ports,omitempty" jsonschema:"its exposed ports (expose), while it runs"`
 }
 
 // sessionActions are exec_session's actions; the first is the default of none.
@@ -71,6 +72,9 @@ func (s *Server) ExecSession(ctx context.Context, in *SessionInput) (*SessionOut
 		return nil, false, err
 	}
 	out, isErr := sessionOutput(a, s.opts.Unsafe)
+	if a.Running {
+		out.Ports = s.portReports(a.ID) // ports.go
+	}
 	return &SessionOutput{ExecOutput: *out}, isErr, nil
 }
 
@@ -148,6 +152,9 @@ func (s *Server) listSessions(start time.Time) *SessionOutput {
 			AgeMs:  float64(now.Sub(i.Started).Milliseconds()),
 			IdleMs: float64(now.Sub(i.LastCall).Milliseconds()),
 		})
+		if !i.Ended {
+			infos[len(infos)-1].Ports = s.portReports(i.ID) // ports.go
+		}
 	}
 	out := &SessionOutput{Sessions: &infos}
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000

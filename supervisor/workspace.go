@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -14,24 +15,65 @@ import (
 // descriptions in the tool's input schema, which toolSchemas completes with enums and
 // defaults.
 type WorkspaceInput struct {
-	Action      string   `json:"action" jsonschema:"create, status, sync or discard"`
+	Action      string   `json:"action" jsonschema:"create, status, sync, resolve, merge or discard"`
 	HostPath    string   `json:"hostPath,omitempty" jsonschema:"create: absolute existing source directory"`
 	SandboxPath string   `json:"sandboxPath,omitempty" jsonschema:"create: absolute sandbox path the workspace is mounted at, e.g. /mnt/project; not /"`
 	StoragePath string   `json:"storagePath,omitempty" jsonschema:"create: absolute storage directory outside the source (default: the user's data dir)"`
 	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: clone (copy-on-write required) or auto (ordinary copy allowed)"`
 	Excludes    []string `json:"excludes,omitempty" jsonschema:"create: exact relative paths or subtrees to leave out, e.g. node_modules"`
-	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, discard: the id returned by create"`
+	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, resolve, merge, discard: the id returned by create"`
+	Diff        bool     `json:"diff,omitempty" jsonschema:"status: add a unified diff of the changes (text hunks; binary and files over 1 MB summarised; at most 64 KB in all)"`
+	Paths       []string `json:"paths,omitempty" jsonschema:"status, sync: only the changes at or beneath these paths (relative to the workspace root, as status lists them; the rest stays pending); resolve, merge: the conflicted paths"`
+}
+
+// workspaceActions are copy_then_sync's actions, and the parameters each takes
+// besides action (create's are checked by the store).
+var workspaceActions = map[string][]string{
+	"create":  {"hostPath", "sandboxPath", "storagePath", "copyMode", "excludes"},
+	"status":  {"workspaceId", "diff", "paths"},
+	"sync":    {"workspaceId", "paths"},
+	"resolve": {"workspaceId", "paths"},
+	"merge":   {"workspaceId", "paths"},
+	"discard": {"workspaceId"},
+}
+
+const workspaceActionList = "create, status, sync, resolve, merge or discard"
+
+// given lists the parameters in is set.
+func (in *WorkspaceInput) given() map[string]bool {
+	return map[string]bool{
+		"hostPath": in.HostPath != "", "sandboxPath": in.SandboxPath != "", "storagePath": in.StoragePath != "",
+		"copyMode": in.CopyMode != "", "excludes": in.Excludes != nil, "workspaceId": in.WorkspaceID != "",
+		"diff": in.Diff, "paths": in.Paths != nil,
+	}
 }
 
 // Workspace runs one copy_then_sync action; the result is the store's result object
-// (the seed's shapes). ok:false results (conflicts, an interrupted sync) are results,
-// not errors.
+// (the seed's shapes). ok:false results (conflicts, an interrupted sync, a merge
+// that left conflict markers) are results, not errors.
 func (s *Server) Workspace(ctx context.Context, in *WorkspaceInput) (any, bool, error) {
-	switch in.Action {
-	case "create":
-		if in.WorkspaceID != "" {
-			return nil, false, fmt.Errorf("%w: create takes no workspaceId", policy.ErrInvalid)
+	takes, ok := workspaceActions[in.Action]
+	if in.Action == "" {
+		return nil, false, fmt.Errorf("%w: action is required: %s", policy.ErrInvalid, workspaceActionList)
+	}
+	if !ok {
+		return nil, false, fmt.Errorf("%w: action %q is not %s", policy.ErrInvalid, in.Action, workspaceActionList)
+	}
+	var extra []string
+	for name, set := range in.given() {
+		if set && !slices.Contains(takes, name) {
+			extra = append(extra, name)
 		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		why := ""
+		if in.Action != "create" && slices.ContainsFunc(extra, func(n string) bool { return slices.Contains(workspaceActions["create"], n) }) {
+			why = "; hostPath, sandboxPath, storagePath, copyMode and excludes are fixed at create"
+		}
+		return nil, false, fmt.Errorf("%w: %s takes %s, not %s%s", policy.ErrInvalid, in.Action, strings.Join(takes, ", "), strings.Join(extra, ", "), why)
+	}
+	if in.Action == "create" {
 		if in.HostPath == "" || in.SandboxPath == "" {
 			return nil, false, fmt.Errorf("%w: create needs hostPath and sandboxPath", policy.ErrInvalid)
 		}
@@ -43,54 +85,35 @@ func (s *Server) Workspace(ctx context.Context, in *WorkspaceInput) (any, bool, 
 			return nil, false, err
 		}
 		return r, r.OK, nil
-	case "status", "sync", "discard":
-		var extra []string
-		for name, set := range map[string]bool{"hostPath": in.HostPath != "", "sandboxPath": in.SandboxPath != "", "storagePath": in.StoragePath != "", "copyMode": in.CopyMode != "", "excludes": in.Excludes != nil} {
-			if set {
-				extra = append(extra, name)
-			}
-		}
-		if len(extra) > 0 {
-			return nil, false, fmt.Errorf("%w: %s accepts only workspaceId; %s are fixed at create", policy.ErrInvalid, in.Action, strings.Join(sorted(extra), ", "))
-		}
-		if in.WorkspaceID == "" {
-			return nil, false, fmt.Errorf("%w: %s needs workspaceId", policy.ErrInvalid, in.Action)
-		}
-		switch in.Action {
-		case "status":
-			r, err := s.store.Status(ctx, in.WorkspaceID)
-			if err != nil {
-				return nil, false, err
-			}
-			return r, r.OK, nil
-		case "sync":
-			r, err := s.store.Sync(ctx, in.WorkspaceID)
-			if err != nil {
-				return nil, false, err
-			}
-			return r, r.OK, nil
-		default:
-			r, err := s.store.Discard(ctx, in.WorkspaceID)
-			if err != nil {
-				return nil, false, err
-			}
-			return r, r.OK, nil
-		}
-	case "":
-		return nil, false, fmt.Errorf("%w: action is required: create, status, sync or discard", policy.ErrInvalid)
 	}
-	return nil, false, fmt.Errorf("%w: action %q is not create, status, sync or discard", policy.ErrInvalid, in.Action)
+	if in.WorkspaceID == "" {
+		return nil, false, fmt.Errorf("%w: %s needs workspaceId", policy.ErrInvalid, in.Action)
+	}
+	switch in.Action {
+	case "status":
+		r, err := s.store.StatusWith(ctx, in.WorkspaceID, &store.StatusOptions{Diff: in.Diff, Paths: in.Paths})
+		return answered(r, r != nil && r.OK, err)
+	case "sync":
+		r, err := s.store.SyncWith(ctx, in.WorkspaceID, &store.SyncOptions{Paths: in.Paths})
+		return answered(r, r != nil && r.OK, err)
+	case "resolve":
+		r, err := s.store.Resolve(ctx, in.WorkspaceID, in.Paths)
+		return answered(r, r != nil && r.OK, err)
+	case "merge":
+		r, err := s.store.Merge(ctx, in.WorkspaceID, in.Paths)
+		return answered(r, r != nil && r.OK, err)
+	}
+	r, err := s.store.Discard(ctx, in.WorkspaceID)
+	return answered(r, r != nil && r.OK, err)
 }
 
-func sorted(s []string) []string {
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
+// answered is Workspace's answer: the store's result and whether it is ok, or its
+// error.
+func answered(res any, ok bool, err error) (any, bool, error) {
+	if err != nil {
+		return nil, false, err
 	}
-	return s
+	return res, ok, nil
 }
 
 // WorkspaceOutput is every copy_then_sync result shape at once: which fields are set
@@ -104,11 +127,23 @@ type WorkspaceOutput struct {
 	SandboxPath string           `json:"sandboxPath,omitempty" jsonschema:"where the workspace is mounted"`
 	ClonedFiles *int             `json:"clonedFiles,omitempty" jsonschema:"files copied by cloning (copy-on-write)"`
 	CopiedFiles *int             `json:"copiedFiles,omitempty" jsonschema:"files copied byte by byte"`
+	CopyMode    string           `json:"copyMode,omitempty" jsonschema:"create: the copyMode used (clone when none was given)"`
+	CopiedBy    string           `json:"copiedBy,omitempty" jsonschema:"create: how the files were made: clone, copy, clone and copy (auto, where only some could be cloned) or none (no files)"`
 	Changes     []store.Change   `json:"changes,omitempty" jsonschema:"status, sync: the workspace's changes against its baseline"`
 	Conflicts   []store.Conflict `json:"conflicts,omitempty" jsonschema:"status, sync: paths changed on both sides, or changes the rules forbid; a sync with conflicts applies nothing"`
 	Applied     []string         `json:"applied,omitempty" jsonschema:"sync: the changes applied, in order"`
-	Error       string           `json:"error,omitempty" jsonschema:"why the action failed: a refusal (invalid arguments, unknown workspace, lock busy) or where a sync stopped"`
-	Recovery    string           `json:"recovery,omitempty" jsonschema:"an interrupted sync: what to do next"`
+	Pending     []store.Change   `json:"pending,omitempty" jsonschema:"status, sync with paths: the changes left out, still to sync"`
+	Diff        string           `json:"diff,omitempty" jsonschema:"status with diff: the changes as a unified diff"`
+	DiffCut     bool             `json:"diffTruncated,omitempty" jsonschema:"status with diff: files were left out to keep the diff within 64 KB (ask with paths)"`
+	Resolved    []string         `json:"resolved,omitempty" jsonschema:"resolve, merge: the paths whose baseline is now the host's current version"`
+	Merged      []string         `json:"merged,omitempty" jsonschema:"merge: the paths merged cleanly (and resolved)"`
+	Conflicted  []struct {
+		Path  string `json:"path" jsonschema:"the file"`
+		Lines []int  `json:"lines" jsonschema:"where each place with conflict markers starts"`
+	} `json:"conflicted,omitempty" jsonschema:"merge: files now holding conflict markers to edit; resolve them afterwards"`
+	Next     string `json:"next,omitempty" jsonschema:"resolve, merge: what to do now"`
+	Error    string `json:"error,omitempty" jsonschema:"why the action failed: a refusal (invalid arguments, unknown workspace, lock busy) or where a sync stopped"`
+	Recovery string `json:"recovery,omitempty" jsonschema:"an interrupted sync: what to do next"`
 
 	raw json.RawMessage // the store's own encoding, sent as is
 }
@@ -174,24 +209,26 @@ func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error)
 	return policy.ResolveMounts(specs, lookup, s.store.ManagedPaths())
 }
 
-// lockWorkspaces holds the workspace operation lock while a call uses a workspace, so
-// a sync cannot run under it (and another autobox process gets the busy error).
-func (s *Server) lockWorkspaces(ctx context.Context, mounts []policy.Mount) (func(), error) {
+// useWorkspaces marks the workspaces a call mounts as used by it (who), so that no
+// sync, resolve or discard changes them under it: those wait for a call, and are
+// refused, naming it, while a session holds one (store/wslock.go).
+func (s *Server) useWorkspaces(ctx context.Context, mounts []policy.Mount, who store.User) (func(), error) {
+	var ids []string
 	for _, m := range mounts {
 		if m.WorkspaceID != "" {
-			return s.store.Lock(ctx)
+			ids = append(ids, m.WorkspaceID)
 		}
 	}
-	return func() {}, nil
+	return s.store.Use(ctx, ids, who)
 }
 
 // enter begins a validated execution: it counts the call as in flight (Close waits for
-// it) and holds the workspace lock if it mounts a workspace. leave undoes both.
+// it) and marks the workspaces it mounts as used by who. leave undoes both.
 //
 // It also registers the call's read-write host mounts with the store for as long
 // as the call (or session) lives, so that no workspace storage is created inside
 // one, and re-checks them against storage created meanwhile (store/held.go).
-func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func(), err error) {
+func (s *Server) enter(ctx context.Context, mounts []policy.Mount, who store.User) (leave func(), err error) {
 	var rw []string
 	for _, m := range mounts {
 		if m.Writable && m.WorkspaceID == "" {
@@ -203,11 +240,11 @@ func (s *Server) enter(ctx context.Context, mounts []policy.Mount) (leave func()
 		return nil, err
 	}
 	s.inflight.Add(1)
-	unlock, err := s.lockWorkspaces(ctx, mounts)
+	unuse, err := s.useWorkspaces(ctx, mounts, who)
 	if err != nil {
 		s.inflight.Done()
 		release()
 		return nil, err
 	}
-	return func() { unlock(); release(); s.inflight.Done() }, nil
+	return func() { unuse(); release(); s.inflight.Done() }, nil
 }

@@ -270,7 +270,7 @@ func TestCLIWorkspace(t *testing.T) {
 
 	r := h.run("", "ws", "create", "--copy-mode", "auto", "--storage", storage, "--exclude", "node_modules", "src", "/mnt/project")
 	id := strings.TrimSpace(r.stdout)
-	if r.code != 0 || len(id) != 36 || !strings.Contains(r.stderr, "2 copied") && !strings.Contains(r.stderr, "2 files cloned") {
+	if r.code != 0 || len(id) != 36 || !strings.Contains(r.stderr, "2 copied") && !strings.Contains(r.stderr, "2 files cloned") || !strings.Contains(r.stderr, "(--copy-mode auto: c") {
 		t.Fatalf("create: %s", r)
 	}
 	h.want(h.run("", "exec", "--workspace", id, "--cwd", "/mnt/project", "--", "sh", "-c", "echo changed > hello.txt; rm gone.txt; echo new > new.txt"), 0, "", "")

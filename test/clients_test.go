@@ -118,7 +118,7 @@ var sdkCases = []string{
 	"exec_command timeout", "exec_command memory kill", "exec_command truncated output", "exec_command non-UTF-8 output",
 	"exec_command mounts and cwd", "exec_command invalid arguments",
 	"exec_command session", "exec_session write, signal, list, close", "exec_session tty", "exec_session invalid arguments",
-	"copy_then_sync lifecycle", "copy_then_sync conflicts", "copy_then_sync invalid arguments",
+	"copy_then_sync lifecycle", "copy_then_sync conflicts", "copy_then_sync invalid arguments", "dev server session ports",
 	"progress token", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
 }
 

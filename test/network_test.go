@@ -54,19 +54,7 @@ func newNetFixture(t *testing.T) *netFixture {
 	})
 	if git, err := exec.LookPath("git"); err == nil {
 		root := t.TempDir()
-		repo := filepath.Join(root, "repo.git")
-		if out, err := exec.Command(git, "init", "-q", "--bare", repo).CombinedOutput(); err != nil {
-			t.Fatalf("git init: %v %s", err, out)
-		}
-		work := t.TempDir()
-		for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "one"}, {"push", "-q", repo, "HEAD:refs/heads/main"}} {
-			c := exec.Command(git, args...)
-			c.Dir = work
-			c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-			if out, err := c.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v %s", args, err, out)
-			}
-		}
+		servedRepo(t, git, root, nil)
 		mux.Handle("/git/", &cgi.Handler{Path: git, Args: []string{"http-backend"}, Root: "/git",
 			Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
 	}

@@ -210,7 +210,7 @@ func TestToolSchemas(t *testing.T) {
 	}
 	// The choices a client offers.
 	enums := map[string][]any{
-		"copy_then_sync/action":          {"create", "status", "sync", "discard"},
+		"copy_then_sync/action":          {"create", "status", "sync", "resolve", "merge", "discard"},
 		"copy_then_sync/copyMode":        {"clone", "auto"},
 		"execute_js/mounts/items/mode":   {"ro", "rw"},
 		"exec_command/mounts/items/mode": {"ro", "rw"},
@@ -371,8 +371,8 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 		{"exec_command", map[string]any{"command": []string{"true"}, "memoryMb": 1}, "invalid argument: memoryMb must be between 16 and 2048, got 1"},
 		{"exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 2.5}, "invalid arguments: timeoutMs: want an integer, got number 2.5"},
 		{"copy_then_sync", map[string]any{"action": 1}, "invalid arguments: action: want a string, got number"},
-		{"copy_then_sync", map[string]any{"action": "status", "id": "x"}, `invalid arguments: unknown field "id" (copy_then_sync takes action, hostPath, sandboxPath, storagePath, copyMode, excludes, workspaceId)`},
-		{"copy_then_sync", map[string]any{"action": "explode"}, `invalid argument: action "explode" is not create, status, sync or discard`},
+		{"copy_then_sync", map[string]any{"action": "status", "id": "x"}, `invalid arguments: unknown field "id" (copy_then_sync takes action, hostPath, sandboxPath, storagePath, copyMode, excludes, workspaceId, diff, paths)`},
+		{"copy_then_sync", map[string]any{"action": "explode"}, `invalid argument: action "explode" is not create, status, sync, resolve, merge or discard`},
 	} {
 		res := s.callRaw(c.tool, c.args)
 		if got := errorOf(res); !res.IsError || got != c.want {

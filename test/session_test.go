@@ -326,7 +326,7 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}{
 		{map[string]any{"command": []string{"true"}, "tty": true}, "tty needs yieldMs"},
 		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "rows": 10}, "need tty: true"},
-		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "mounts": []map[string]any{{"workspaceId": "x"}}}, "cannot mount a workspace"},
+		{map[string]any{"command": []string{"true"}, "yieldMs": 0, "mounts": []map[string]any{{"workspaceId": "x"}}}, "is not a UUIDv4"},
 		{map[string]any{"command": []string{"true"}, "yieldMs": 30001}, "yieldMs must be between 0 and 30000"},
 	} {
 		if res := a.callRaw("exec_command", c.args); !res.IsError || !strings.Contains(errorOf(res), c.want) {
@@ -353,9 +353,11 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}
 }
 
-// TestSessionReachableFromAnotherCall is the README's worked example: a server
-// started in a session on loopback is reachable from another call when both
-// allow the network, and not from one that does not.
+// TestSessionReachableFromAnotherCall: a server started in a session with
+// allowNetwork listens on the host's loopback, and is reachable from another
+// call when both allow the network, and not from one that does not (README,
+// Dev servers: a session that shares the host's network; the session's own
+// network is TestSessionPorts).
 func TestSessionReachableFromAnotherCall(t *testing.T) {
 	requireSandbox(t)
 	if _, err := exec.LookPath("python3"); err != nil {

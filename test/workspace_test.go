@@ -17,12 +17,28 @@ type wsOut struct {
 	SandboxPath string `json:"sandboxPath"`
 	ClonedFiles int    `json:"clonedFiles"`
 	CopiedFiles int    `json:"copiedFiles"`
+	CopyMode    string `json:"copyMode"`
+	CopiedBy    string `json:"copiedBy"`
 	Changes     []struct {
 		Path   string `json:"path"`
 		Action string `json:"action"`
 	} `json:"changes"`
 	Conflicts []json.RawMessage `json:"conflicts"`
 	Applied   []string          `json:"applied"`
+	// status, sync, resolve, merge (wsreview_test.go)
+	Diff          string `json:"diff"`
+	DiffTruncated bool   `json:"diffTruncated"`
+	Pending       []struct {
+		Path string `json:"path"`
+	} `json:"pending"`
+	Resolved   []string `json:"resolved"`
+	Merged     []string `json:"merged"`
+	Conflicted []struct {
+		Path  string `json:"path"`
+		Lines []int  `json:"lines"`
+	} `json:"conflicted"`
+	Next  string `json:"next"`
+	Error string `json:"error"`
 }
 
 func (s *session) ws(args map[string]any) (wsOut, bool) {
@@ -46,6 +62,10 @@ func TestWorkspaceFlow(t *testing.T) {
 	c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/project", "storagePath": storage, "copyMode": "auto", "excludes": []string{"node_modules"}})
 	if isErr || !c.OK || c.WorkspaceID == "" || c.Mount.WorkspaceID != c.WorkspaceID || c.SandboxPath != "/mnt/project" || c.ClonedFiles+c.CopiedFiles != 2 {
 		t.Fatalf("create: isError=%v %+v", isErr, c)
+	}
+	// The result says which copy mode was used, and what auto chose.
+	if want := map[bool]string{true: "clone", false: "copy"}[c.ClonedFiles == 2]; c.CopyMode != "auto" || c.CopiedBy != want {
+		t.Errorf("create: copyMode %q, copiedBy %q; want auto, %s", c.CopyMode, c.CopiedBy, want)
 	}
 	mount := []map[string]any{{"workspaceId": c.WorkspaceID}}
 
@@ -72,7 +92,7 @@ func TestWorkspaceFlow(t *testing.T) {
 		t.Fatalf("status: isError=%v %+v", isErr, st)
 	}
 	// Creation fields are rejected on status/sync/discard.
-	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "accepts only workspaceId") {
+	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "sync takes workspaceId, paths, not hostPath; hostPath, sandboxPath, storagePath, copyMode and excludes are fixed at create") {
 		t.Errorf("sync with hostPath: %s", textOf(res))
 	}
 

@@ -59,11 +59,16 @@ func benchModes(ctx context.Context, bin string, cs *mcp.ClientSession, n int, r
 		defer m.cs.Close()
 	}
 	args := map[string]any{"command": []string{"echo", "hi"}}
-	for range n {
-		for _, m := range modes {
+	for i := range n {
+		// Each call alone on the machine: after a pause in which every
+		// server's pool has refilled (a server refills right after a call,
+		// and that work would land on the next mode's call), in an order
+		// that rotates so that no mode always comes first.
+		for j := range modes {
+			m := modes[(i+j)%len(modes)]
+			time.Sleep(modesPause)
 			m.d = append(m.d, execEcho(ctx, m.cs, args))
 		}
-		time.Sleep(modesPause) // agent speed: the launcher pools have refilled
 	}
 	p50 := map[string]float64{}
 	for _, m := range modes {

@@ -64,9 +64,13 @@ async function check(name, fn, { needsExec = false } = {}) {
     await fn();
     report(name, "pass");
   } catch (e) {
-    report(name, "fail", e && e.stack ? e.stack : String(e));
+    if (e instanceof Skip) report(name, "skip", e.message);
+    else report(name, "fail", e && e.stack ? e.stack : String(e));
   }
 }
+
+// Skip, thrown by a case, reports it skipped with its message.
+class Skip extends Error {}
 
 // call makes one tools/call through the client and checks what every result must
 // have: structured content that the client validated against the output schema.
@@ -434,11 +438,11 @@ await check("copy_then_sync conflicts", async () => {
 
 await check("copy_then_sync invalid arguments", async () => {
   for (const [args, want] of [
-    [{ action: "explode" }, 'invalid argument: action "explode" is not create, status, sync or discard'],
+    [{ action: "explode" }, 'invalid argument: action "explode" is not create, status, sync, resolve, merge or discard'],
     [{ action: 1 }, "invalid arguments: action: want a string, got number"],
     [{ action: "create", sandboxPath: "/mnt/p" }, "invalid argument: create needs hostPath and sandboxPath"],
     [{ action: "status" }, "invalid argument: status needs workspaceId"],
-    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync accepts only workspaceId"],
+    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync takes workspaceId, paths, not hostPath"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", copyMode: "yolo" }, "copyMode"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", id: "x" }, 'invalid arguments: unknown field "id" (copy_then_sync takes'],
   ]) {
@@ -466,6 +470,39 @@ await check("allowHosts records and denials", async () => {
   const [f] = await js({ code: "await fetch('http://not-listed.example/')", allowHosts: ["example.com"] });
   assert.ok(!f.ok && /not in allowHosts/.test(f.error), JSON.stringify(f));
   assert.equal(f.network.denied[0].host, "not-listed.example");
+}, { needsExec: true });
+
+// A dev server in a session: a later call reaches it by naming its port
+// (session:ID:PORT), the client process by the host port it exposes, and
+// neither once the session ends. Without namespaces both are refused.
+await check("dev server session ports", async () => {
+  if (!fs.existsSync("/usr/bin/python3")) throw new Skip("python3 is not installed: the dev server is python3 -m http.server");
+  const site = fixture("site", { "index.html": "hello from the session\n" });
+  const [o, isErr] = await exec({
+    command: ["python3", "-u", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/mnt/site"],
+    mounts: [{ hostPath: site, sandboxPath: "/mnt/site", mode: "ro" }], expose: [8000], yieldMs: 3000, timeoutMs: 120000,
+  });
+  if (isErr) {
+    assert.ok(o.exitCode === null && /network namespace of its own/.test(o.error), JSON.stringify(o));
+    return;
+  }
+  assert.equal(o.running, true, JSON.stringify(o));
+  assert.equal(o.ports.length, 1, JSON.stringify(o));
+  assert.equal(o.ports[0].port, 8000);
+  assert.match(o.ports[0].url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  let c;
+  for (let i = 0; i < 50; i++) {
+    [c] = await exec({ command: ["curl", "-sS", "--max-time", "5", "http://localhost:8000/"], allowHosts: [`session:${o.sessionId}:8000`], timeoutMs: 10000 });
+    if (c.stdout !== "") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(c.stdout, "hello from the session\n", JSON.stringify(c));
+  const [d] = await exec({ command: ["curl", "-sS", "--max-time", "5", "http://localhost:8000/"], timeoutMs: 10000 });
+  assert.ok(d.exitCode !== 0 && !d.stdout.includes("hello"), JSON.stringify(d));
+  const body = await (await fetch(o.ports[0].url)).text();
+  assert.equal(body, "hello from the session\n");
+  await session({ sessionId: o.sessionId, action: "close" });
+  await assert.rejects(fetch(o.ports[0].url));
 }, { needsExec: true });
 
 await check("progress token", async () => {
