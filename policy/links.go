@@ -60,3 +60,17 @@ func firstLink(p string) (link, target string) {
 	}
 	return "", ""
 }
+
+// CanonicalMaybeMissing resolves symbolic links in the longest existing prefix
+// of p, so that a path that does not exist yet still compares with canonical
+// paths.
+func CanonicalMaybeMissing(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p
+	}
+	return filepath.Join(CanonicalMaybeMissing(parent), filepath.Base(p))
+}

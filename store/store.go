@@ -28,6 +28,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Sentinel errors callers branch on. Returned errors wrap them with a message that names
@@ -174,18 +176,8 @@ func defaultDir(explicit, overrideEnv, xdgEnv, xdgFallback, name string) (string
 	return filepath.Clean(dir), nil
 }
 
-// canonicalMaybeMissing resolves symlinks in the longest existing prefix of p, so a
-// path that does not exist yet still compares correctly with canonical paths.
-func canonicalMaybeMissing(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	parent := filepath.Dir(p)
-	if parent == p {
-		return p
-	}
-	return filepath.Join(canonicalMaybeMissing(parent), filepath.Base(p))
-}
+// canonicalMaybeMissing is policy.CanonicalMaybeMissing.
+func canonicalMaybeMissing(p string) string { return policy.CanonicalMaybeMissing(p) }
 
 // StateDir returns the canonical state directory.
 func (s *Store) StateDir() string { return s.stateDir }

@@ -11,8 +11,10 @@ package supervisor
 // answer gets out. Notifications (cancellations among them) take no slot, but are
 // not read either while the reader waits.
 //
-// The server sends the client no requests of its own that calls wait on, so a full
-// window always drains once the client reads.
+// The one request of its own that the server sends and a call waits on is a question
+// to the user (elicitation, ask.go); a call that waits for one gives its slot back
+// while it waits (lineConn.lend), so the answer is read however full the window, and
+// a full window always drains once the client reads.
 
 // MaxInFlight bounds the requests read and not yet answered (running, or with their
 // answers waiting for the client to read them). A variable for tests.

@@ -188,6 +188,10 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		return nil, err
 	}
+	if err := s.admitExec(ctx, in, c); err != nil {
+		return nil, err
+	}
+	start = time.Now() // the user's time to answer is not the call's
 	if c.yield != nil {
 		return s.startSession(ctx, in, c, start)
 	}

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")) // never the user's own ceiling file
 	testBin = filepath.Join(dir, "autobox")
 	build := exec.Command("go", "build", "-o", testBin, "../cmd/autobox")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

@@ -100,6 +100,10 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.admitJS(ctx, in, c); err != nil {
+		return nil, err
+	}
+	start = time.Now() // the user's time to answer is not the call's
 	leave, err := s.enter(ctx, c.mounts, store.User{Who: "an execute_js call"})
 	if err != nil {
 		return nil, err

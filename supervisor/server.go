@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/autobox-dev/autobox/ceiling"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/session"
@@ -58,6 +59,12 @@ type Options struct {
 	// SessionIdle ends a session that no call has named for this long; 0 means
 	// session.DefaultIdle (10 minutes).
 	SessionIdle time.Duration
+	// Ceiling is the user's ceiling: the file (Ceiling.File, or the default
+	// file) and the flags of `autobox serve`; nil reads the default file alone.
+	Ceiling *ceiling.Flags
+	// AskTimeout is how long the user has to answer a question about a call
+	// beyond the ceiling; 0 means DefaultAskTimeout.
+	AskTimeout time.Duration
 
 	// noDirect passes every request to the SDK (see lineConn.directCall): tests set it to
 	// compare the two paths.
@@ -85,6 +92,10 @@ type Server struct {
 
 	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
 	sports   sessionPorts               // their ports, reached from later calls and the host (ports.go)
+
+	ceiling   *ceiling.Ceiling // the user's ceiling (ceiling.go)
+	grants    ceiling.Grants   // what the user allowed beyond it for this server's life
+	questions questions        // asking the user (ask.go)
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -116,6 +127,10 @@ func New(opts Options) (*Server, error) {
 	if s.store, err = store.Open(store.Options{StateDir: opts.StateDir}); err != nil {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
+	if s.ceiling, err = ceiling.Load(opts.Ceiling, []string{s.store.StateDir()}); err != nil {
+		return nil, err
+	}
+	s.questions.turn = make(chan struct{}, 1)
 	size := opts.PoolSize
 	switch {
 	case size == 0:
@@ -234,19 +249,25 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	srv, calls := s.mcpServer()
 	st, ok := t.(*StdioTransport)
-	if !ok || s.opts.noDirect {
+	if !ok {
 		return srv.Run(ctx, t)
 	}
 	var session atomic.Pointer[mcp.ServerSession]
-	st.direct = &directCalls{tools: calls, server: implementation, ready: func() bool {
-		ss := session.Load()
-		return ss != nil && ss.InitializeParams() != nil
-	}}
+	if !s.opts.noDirect {
+		st.direct = &directCalls{tools: calls, server: implementation, session: session.Load, ready: func() bool {
+			ss := session.Load()
+			return ss != nil && ss.InitializeParams() != nil
+		}}
+	}
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
 	session.Store(ss)
+	if st.conn != nil {
+		s.questions.lenders.Store(ss, st.conn)
+		defer s.questions.lenders.Delete(ss)
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {

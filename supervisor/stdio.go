@@ -29,13 +29,15 @@ type StdioTransport struct {
 	Out io.Writer
 
 	direct *directCalls // set by Server.Serve
+	conn   *lineConn    // the connection, once made
 }
 
 // directCalls lets the transport answer tools/call requests itself (lineConn.directCall).
 type directCalls struct {
-	tools  map[string]toolCall
-	ready  func() bool         // the session has been initialized by the SDK
-	server *mcp.Implementation // the serverInfo of 2026-07-28 results
+	tools   map[string]toolCall
+	ready   func() bool               // the session has been initialized by the SDK
+	session func() *mcp.ServerSession // the session, for calls that ask the user (ask.go)
+	server  *mcp.Implementation       // the serverInfo of 2026-07-28 results
 
 	answered atomic.Int64 // calls answered on the direct path, for tests
 }
@@ -45,6 +47,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	catchSIGPIPE()
 	c := &lineConn{out: t.Out, incoming: make(chan readResult), closed: make(chan struct{}), pending: map[any]context.CancelCauseFunc{}, answered: make(chan struct{}, 1), direct: t.direct, window: newWindow(MaxInFlight)}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	t.conn = c
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10))
 	return c, nil
 }
@@ -320,7 +323,7 @@ func isObject(raw json.RawMessage) bool {
 func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc, req *jsonrpc.Request, d *directCall) {
 	defer cancel(nil)
 	c.direct.answered.Add(1)
-	res := d.call(ctx, d.args)
+	res := d.call(withSession(ctx, c.direct.session()), d.args)
 	if d.newProtocol {
 		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: c.direct.server})
 	}

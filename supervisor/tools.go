@@ -59,7 +59,7 @@ func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Too
 	}
 	calls[t.Name] = call
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return call(ctx, req.Params.Arguments), nil
+		return call(withSession(ctx, req.Session), req.Params.Arguments), nil
 	})
 }
 

@@ -77,6 +77,9 @@ func (s *Server) Workspace(ctx context.Context, in *WorkspaceInput) (any, bool, 
 		if in.HostPath == "" || in.SandboxPath == "" {
 			return nil, false, fmt.Errorf("%w: create needs hostPath and sandboxPath", policy.ErrInvalid)
 		}
+		if err := s.admitCreate(ctx, in); err != nil {
+			return nil, false, err
+		}
 		r, err := s.store.Create(ctx, store.CreateRequest{HostPath: in.HostPath, SandboxPath: in.SandboxPath, StoragePath: in.StoragePath, CopyMode: in.CopyMode, Excludes: in.Excludes})
 		if err != nil {
 			return nil, false, err

@@ -291,6 +291,11 @@ func (c *cli) do(ctx context.Context) (int, error) {
 		}
 		return exitOK, c.print(shellJoin(argv), map[string][]string{"argv": argv})
 	case "run":
+		if Kind(c.kind) == KindNative {
+			if err := checkCeiling(c); err != nil {
+				return 0, err
+			}
+		}
 		return sb.run(ctx, c.id, c.argv, WrapOptions{ID: c.id, Cwd: c.cwd}, stdio{in: c.stdin, out: c.stdout, err: c.stderr})
 	case "endpoint":
 		url, err := sb.Endpoint(c.port)

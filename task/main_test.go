@@ -16,5 +16,13 @@ func TestMain(m *testing.M) {
 	case len(os.Args) > 1 && os.Args[1] == "task":
 		os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// A native run reads the user's ceiling file: never the real user's here.
+	dir, err := os.MkdirTemp("", "autobox-task-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }

@@ -39,6 +39,7 @@ func newCLIHome(t *testing.T) *cliHome {
 		"HOME=" + home,
 		"AUTOBOX_STATE_DIR=" + h.state,
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 	}
 	return h
 }

@@ -95,6 +95,7 @@ func nodeEnv(t *testing.T, node string) (env []string, home string) {
 		"TMPDIR=" + tmp,
 		"AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 	}
 	out, err := exec.Command(node, "-p", "process.versions.node").Output()
 	if err != nil {
@@ -143,16 +144,29 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		canExec = "1"
 	}
 	env = append(env, "AUTOBOX_BIN="+bin, "AUTOBOX_FIXTURES="+fixtures, "AUTOBOX_PROBE="+toolsDir, "AUTOBOX_CAN_EXEC="+canExec)
+	seen := runCases(t, node, env, "sdk.mjs")
+	for _, c := range sdkCases {
+		if !seen[c] {
+			t.Errorf("sdk.mjs reported no case %q", c)
+		}
+	}
+}
+
+// runCases runs a node script of test/clients that prints one JSON line per case
+// ({"case", "status", "detail"}) and then {"done": true, …}; each case is a
+// subtest. It returns the cases seen.
+func runCases(t *testing.T, node string, env []string, script string) map[string]bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "sdk.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir, cmd.Env = clientsDir, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	defer noLeftovers(t)
 	if err != nil {
-		t.Errorf("node sdk.mjs: %v\nstderr:\n%s", err, stderr.String())
+		t.Errorf("node %s: %v\nstderr:\n%s", script, err, stderr.String())
 	}
 	seen := map[string]bool{}
 	done := false
@@ -165,12 +179,14 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			Validations          int
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Errorf("sdk.mjs printed %q", sc.Text())
+			t.Errorf("%s printed %q", script, sc.Text())
 			continue
 		}
 		if r.Done {
 			done = true
-			t.Logf("the client validated %d results against their output schemas", r.Validations)
+			if r.Validations > 0 {
+				t.Logf("the client validated %d results against their output schemas", r.Validations)
+			}
 			continue
 		}
 		seen[r.Case] = true
@@ -185,11 +201,27 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		})
 	}
 	if !done {
-		t.Errorf("sdk.mjs did not finish; stderr:\n%s", stderr.String())
+		t.Errorf("%s did not finish; stderr:\n%s", script, stderr.String())
 	}
-	for _, c := range sdkCases {
+	return seen
+}
+
+// TestTypeScriptElicitation runs clients/elicit.mjs: the TypeScript SDK client's
+// elicitation handler answers the server's questions about calls beyond the
+// user's ceiling each way (once, for the session, always, decline, no answer
+// before the timeout), and a client without elicitation gets the refusal.
+func TestTypeScriptElicitation(t *testing.T) {
+	node := nodeClients(t)
+	env, home := nodeEnv(t, node)
+	fixtures := filepath.Join(home, "fixtures")
+	if err := os.Mkdir(fixtures, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "AUTOBOX_BIN="+bin, "AUTOBOX_FIXTURES="+fixtures)
+	seen := runCases(t, node, env, "elicit.mjs")
+	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation"} {
 		if !seen[c] {
-			t.Errorf("sdk.mjs reported no case %q", c)
+			t.Errorf("elicit.mjs reported no case %q", c)
 		}
 	}
 }

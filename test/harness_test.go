@@ -58,6 +58,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Nothing a test starts reads the user's own ceiling file: every server's
+	// environment names a config dir of the test's, and this is what the others
+	// inherit.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	toolsDir = filepath.Join(dir, "tools")
 	probe := exec.Command("go", "build", "-o", filepath.Join(toolsDir, "probe"), "./test/probe")
 	probe.Dir = ".."
@@ -147,6 +151,13 @@ func startNoUserNS(t *testing.T, env []string, args ...string) *session {
 // startArgv runs argv (the server, or a wrapper that execs it) as startEnv.
 func startArgv(t *testing.T, env []string, argv []string) *session {
 	t.Helper()
+	return startClient(t, nil, nil, env, argv)
+}
+
+// startClient is startArgv with a client of these options (nil: the default), on
+// a session of these options (nil: the default, the newest protocol).
+func startClient(t *testing.T, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, env []string, argv []string) *session {
+	t.Helper()
 	home := t.TempDir()
 	tmp := filepath.Join(home, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
@@ -170,6 +181,7 @@ func startArgv(t *testing.T, env []string, argv []string) *session {
 		"TMPDIR=" + tmp,
 		"AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), // the ceiling file: never the user's own
 		"AUTOBOX_TEST_SECRET=canary-7c1e",
 	}
 	for _, kv := range env {
@@ -179,10 +191,10 @@ func startArgv(t *testing.T, env []string, argv []string) *session {
 	}
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-e2e", Version: "1"}, copts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, sopts)
 	if err != nil {
 		t.Fatalf("connecting to autobox: %v\nstderr:\n%s", err, stderr)
 	}

@@ -4,12 +4,14 @@ import (
 	"flag"
 	"io"
 
+	"github.com/autobox-dev/autobox/ceiling"
 	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/supervisor"
 )
 
 type serveFlags struct {
 	supervisor.Options
+	ceiling    ceiling.Flags
 	cpuProfile string
 }
 
@@ -27,5 +29,9 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		o.AllowHosts = append(o.AllowHosts, v)
 		return nil
 	})
-	return f, fs.Parse(args)
+	fs.DurationVar(&o.AskTimeout, "ask-timeout", supervisor.DefaultAskTimeout, "how long the user has to answer a question about a call beyond the ceiling")
+	f.ceiling.Register(fs)
+	err := fs.Parse(args)
+	o.Ceiling = &f.ceiling
+	return f, err
 }

@@ -46,6 +46,7 @@ Usage:
   autobox ws create|status|sync|discard|list   workspaces (copy_then_sync)
   autobox batch [--jobs N] [FILE] run JSON Lines of tool calls, crash-isolated
   autobox doctor          what this host enforces
+  autobox policy [flags]  the ceiling in force and where each rule comes from
   autobox cache clear|dir tool caches that calls opt into (exec --cache)
   autobox task workspace|wrap|run|endpoint|stop|cleanup|list   per-task sandboxes for agent harnesses
   autobox version         print the version
@@ -59,6 +60,18 @@ Serve flags:
   --allow-host H          every call's network is these hosts (repeatable): the default
                           and the ceiling of a call's allowHosts
   --cpuprofile FILE       write a CPU profile of the server (development)
+
+Ceiling flags (the user's ceiling on what calls may ask for; each replaces the
+rule of the same name in $XDG_CONFIG_HOME/autobox/policy.json; see autobox policy):
+  --policy FILE           the ceiling file
+  --mountable PATH[:ro|:rw]   calls may mount PATH or below, at most so (repeatable)
+  --never-mount PATH      no call may mount PATH, below it or a directory holding it
+  --lift-never-mount P    let calls mount a default never-mountable path (~/.ssh, …; *)
+  --ceiling-host H        the hosts a call's allowHosts may name (repeatable)
+  --no-open-network       refuse allowNetwork
+  --max-timeout-ms N, --max-memory-mb N, --max-processes N, --max-write-mb N
+                          upper limits of calls
+  --ask-timeout D         how long the user has to answer a question (default 45s)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
 Every command takes --help (with examples).
@@ -102,6 +115,8 @@ func main() {
 	switch args[0] {
 	case "serve":
 		os.Exit(serve(args[1:]))
+	case "policy":
+		os.Exit(policyMain(args[1:]))
 	case "js", "exec", "ws", "batch", "doctor", "session", "cache":
 		os.Exit(cli.Main(args, os.Stdin, os.Stdout, os.Stderr))
 	case "task":

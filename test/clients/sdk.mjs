@@ -9,7 +9,8 @@
 //   AUTOBOX_FIXTURES  an empty directory this script may fill
 //   AUTOBOX_PROBE     a directory holding the test probe (its "hog" allocates memory)
 //   AUTOBOX_CAN_EXEC  "1" when this host can sandbox commands
-// and the server's environment (HOME, TMPDIR, AUTOBOX_STATE_DIR, XDG_DATA_HOME).
+// and the server's environment (HOME, TMPDIR, AUTOBOX_STATE_DIR, XDG_DATA_HOME,
+// XDG_CONFIG_HOME).
 //
 // Output: one JSON line per case, {"case", "status": "pass"|"fail"|"skip", "detail"},
 // then {"done": true, "validations": N}.
@@ -41,7 +42,7 @@ class CountingValidator {
 }
 
 const serverEnv = {};
-for (const k of ["PATH", "HOME", "TMPDIR", "AUTOBOX_STATE_DIR", "XDG_DATA_HOME"]) {
+for (const k of ["PATH", "HOME", "TMPDIR", "AUTOBOX_STATE_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME"]) {
   if (env[k] !== undefined) serverEnv[k] = env[k];
 }
 const transport = new StdioClientTransport({ command: env.AUTOBOX_BIN, args: [], env: serverEnv, stderr: "inherit" });

@@ -1,0 +1,74 @@
+package ceiling
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Describe prints the ceiling in force, one rule a line, with where each came
+// from (the file, a flag, the defaults, or nowhere: an open rule).
+func (c *Ceiling) Describe(w io.Writer) {
+	state := "present"
+	if !c.FileExists {
+		state = "absent: only the never-mountable defaults apply, unless flags say more"
+	}
+	fmt.Fprintf(w, "ceiling file: %s (%s)\n", c.File, state)
+	from := func(rule string) string {
+		if s := c.Sources[rule]; s != "" {
+			return s
+		}
+		return "no rule: open"
+	}
+	line := func(rule, value, source string) {
+		fmt.Fprintf(w, "  %-20s %-44s %s\n", rule, value, source)
+	}
+	if c.Mounts == nil {
+		line("mounts", "any host path (but neverMount)", from("mounts"))
+	} else if len(c.Mounts) == 0 {
+		line("mounts", "no host path", from("mounts"))
+	}
+	for _, m := range c.Mounts {
+		line("mounts", m.Path+" "+m.Mode.String(), from("mounts"))
+	}
+	for _, n := range c.Never {
+		v := n.Path
+		if n.Written != n.Path {
+			v = n.Written + " (" + n.Path + ")"
+		}
+		src := from("neverMount")
+		switch {
+		case n.Own:
+			src = "default: autobox's own (a read-only mount of a directory holding it is allowed)"
+		case n.Default:
+			src = "default: liftNeverMount [\"" + n.Written + "\"] lifts it"
+		}
+		line("neverMount", v, src)
+	}
+	if lifted := c.Sources["liftNeverMount"]; lifted != "" {
+		line("liftNeverMount", "(some defaults lifted)", lifted)
+	}
+	switch {
+	case c.AllowHosts == nil:
+		line("allowHosts", "any host", from("allowHosts"))
+	case len(c.hostEntries) == 0:
+		line("allowHosts", "no host", from("allowHosts"))
+	default:
+		line("allowHosts", strings.Join(c.hostEntries, ", "), from("allowHosts"))
+	}
+	if c.NetworkAllowed() {
+		line("allowNetwork", "allowed", from("allowNetwork"))
+	} else {
+		line("allowNetwork", "refused", from("allowNetwork"))
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"timeoutMs", c.Limits.TimeoutMs}, {"memoryMb", c.Limits.MemoryMb}, {"maxProcesses", c.Limits.MaxProcesses}, {"maxWriteMb", c.Limits.MaxWriteMb}} {
+		v := "none (the tool's own maximum)"
+		if l.v > 0 {
+			v = fmt.Sprint(l.v)
+		}
+		line("limits."+l.name, v, from("limits."+l.name))
+	}
+}

@@ -1,0 +1,201 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/ceiling"
+)
+
+// Asking the user. A call beyond the ceiling, on a client that declared MCP
+// elicitation, makes the server ask the user one question through the client:
+// "Let this command reach registry.npmjs.org (ports 80 and 443)?", answered
+// once (this call), session (this server's life, kept in memory), always
+// (written to the ceiling file) or no. The answer comes only as the client's
+// answer to the server's elicitation request: nothing in a call's arguments can
+// stand for it, so the model cannot answer for the user.
+//
+//	client                         autobox
+//	  │ tools/call (beyond ceiling) ──▶ │ Check: beyond; the client can ask
+//	  │                                 │ the call lends its request slot back
+//	  │ ◀── elicitation/create          │ (one question at a time)
+//	  │ (the user answers)              │
+//	  │ result {action, answer} ──────▶ │ once / session / always: run the call
+//	  │ ◀── the tool's result           │ no, decline, cancel, timeout: refuse it
+//
+// Backpressure (backpressure.go): a call that waits for the user gives its slot
+// of the request window back while it waits, and takes one again before it goes
+// on, so a window full of calls waiting for answers cannot stop the reader from
+// reading those answers. At most maxWaiting calls wait for the user at once;
+// more are refused at once, so the window stays bounded.
+
+// maxWaiting bounds the calls waiting for the user's answer at once.
+const maxWaiting = 16
+
+// DefaultAskTimeout is how long the user has to answer; below the 60 s that
+// common clients give a request.
+const DefaultAskTimeout = 45 * time.Second
+
+// Answers offered to the user.
+const (
+	answerOnce    = "once"
+	answerSession = "session"
+	answerAlways  = "always"
+	answerNo      = "no"
+)
+
+// sessionKey carries the MCP session of a tool call in its context.
+type sessionKey struct{}
+
+func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, sessionKey{}, ss)
+}
+
+// lender gives a request's window slot back while the call waits for the user;
+// the func it returns takes one again.
+type lender interface{ lend() (reclaim func()) }
+
+// questions serializes the questions to the user.
+type questions struct {
+	turn    chan struct{} // one question at a time
+	waiting atomic.Int32
+	lenders sync.Map // *mcp.ServerSession → lender
+}
+
+// canElicit reports whether the client of ss can be asked: it declared form
+// elicitation, on a protocol version where the server may send it requests.
+func canElicit(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.ProtocolVersion >= newProtocol2026 || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// ask puts the excesses es of a call to the user, and applies the answer:
+// nil lets the call run. recheck lists the excesses again, after this call's
+// turn came (an answer to another question may have granted them).
+func (s *Server) ask(ctx context.Context, what string, es []ceiling.Excess, recheck func() []ceiling.Excess) error {
+	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
+	if !canElicit(ss) {
+		return refusal(es, "the user was not asked: only an MCP client that supports elicitation can ask them")
+	}
+	if s.questions.waiting.Add(1) > maxWaiting {
+		s.questions.waiting.Add(-1)
+		return refusal(es, fmt.Sprintf("the user was not asked: %d calls are already waiting for an answer", maxWaiting))
+	}
+	defer s.questions.waiting.Add(-1)
+	if l, ok := s.questions.lenders.Load(ss); ok {
+		defer l.(lender).lend()()
+	}
+	timeout := s.opts.AskTimeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case s.questions.turn <- struct{}{}:
+		defer func() { <-s.questions.turn }()
+	case <-actx.Done():
+		return s.unanswered(ctx, es, timeout)
+	}
+	if es = recheck(); len(es) == 0 {
+		return nil
+	}
+	always := true
+	for _, e := range es {
+		if s.ceiling.FromFlag(e.Rule) {
+			always = false
+		}
+	}
+	res, err := ss.Elicit(actx, s.question(what, es, always, timeout))
+	switch {
+	case err != nil && actx.Err() != nil:
+		return s.unanswered(ctx, es, timeout)
+	case err != nil:
+		return refusal(es, "asking the user failed: "+err.Error())
+	case res.Action == "decline":
+		return refusal(es, "the user declined")
+	case res.Action != "accept":
+		return refusal(es, "the user dismissed the question")
+	}
+	answer, _ := res.Content["answer"].(string)
+	switch {
+	case answer == answerOnce:
+		s.log.Info("the user allowed a call beyond the ceiling, once", "call", what)
+	case answer == answerSession:
+		s.grants.Apply(es)
+		s.log.Info("the user allowed a call beyond the ceiling for this session", "call", what)
+	case answer == answerAlways && always:
+		s.grants.Apply(es)
+		if err := ceiling.Update(s.ceiling.File, func(f *ceiling.File) { ceiling.Edit(f, es) }); err != nil {
+			s.log.Error("the user allowed a call beyond the ceiling always, but the ceiling file could not be written; allowed for this session", "err", err)
+		}
+	default:
+		return refusal(es, "the user answered no")
+	}
+	return nil
+}
+
+// unanswered is the refusal of a question with no answer: the call was
+// cancelled, or the user did not answer in time.
+func (s *Server) unanswered(ctx context.Context, es []ceiling.Excess, timeout time.Duration) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("call cancelled while the user was asked: %w", context.Cause(ctx))
+	}
+	return refusal(es, fmt.Sprintf("the user did not answer within %s", timeout))
+}
+
+// question is the elicitation of es: one question, in the user's words.
+func (s *Server) question(what string, es []ceiling.Excess, always bool, timeout time.Duration) *mcp.ElicitParams {
+	var b strings.Builder
+	wants := make([]string, len(es))
+	for i, e := range es {
+		wants[i] = shownText(e.Want)
+	}
+	if len(wants) == 1 {
+		fmt.Fprintf(&b, "Let %s %s?", what, wants[0])
+	} else {
+		fmt.Fprintf(&b, "Let %s do all of this?\n- %s", what, strings.Join(wants, "\n- "))
+	}
+	fmt.Fprintf(&b, "\nThis is beyond your autobox ceiling (%s). once: this call only; session: until autobox restarts", s.ceiling.File)
+	choices := []any{answerOnce, answerSession}
+	if always {
+		fmt.Fprintf(&b, "; always: added to %s", s.ceiling.File)
+		choices = append(choices, answerAlways)
+	}
+	fmt.Fprintf(&b, "; no: refuse it. Unanswered after %s: refused.", timeout)
+	choices = append(choices, answerNo)
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: b.String(),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"answer": map[string]any{"type": "string", "title": "Allow it?", "enum": choices},
+			},
+			"required": []any{"answer"},
+		},
+	}
+}
+
+// lend implements lender: the slot of a request that waits for the user goes
+// back to the window until the call goes on.
+func (c *lineConn) lend() func() {
+	c.window.release()
+	return func() { c.window.acquire(c.closed) }
+}

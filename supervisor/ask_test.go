@@ -1,0 +1,83 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/ceiling"
+)
+
+// TestAskingDoesNotStallTheWindow: with a request window of 2, three calls beyond
+// the ceiling are read and all wait for the user; the client's answers must still
+// be read (each waiting call lends its slot back), so every call ends. Without
+// the lending, the reader holds the third call waiting for a slot and never reads
+// the first answer.
+func TestAskingDoesNotStallTheWindow(t *testing.T) {
+	old := MaxInFlight
+	MaxInFlight = 2
+	defer func() { MaxInFlight = old }()
+	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), noWorkerJail: true,
+		Ceiling: &ceiling.Flags{File: t.TempDir() + "/policy.json", Limits: ceiling.Limits{TimeoutMs: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(ctx, &StdioTransport{In: inR, Out: outW})
+	}()
+
+	const calls = 3
+	var sent sync.WaitGroup
+	sent.Add(calls)
+	var asked atomic.Int32
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if asked.Add(1) == 1 {
+				sent.Wait() // every call is on its way before the first answer
+				time.Sleep(100 * time.Millisecond)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "once"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stalled server leaves the client's writes blocked: the pipes are closed
+	// first, so that a stall fails the test rather than hanging it.
+	defer func() { inW.Close(); outR.Close(); cancel(); cs.Close(); <-served }()
+	var wg sync.WaitGroup
+	for i := 0; i < calls; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent.Done()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_js", Arguments: map[string]any{"code": "6*7", "timeoutMs": 200}})
+			if err != nil {
+				t.Errorf("call: %v", err)
+				return
+			}
+			raw, _ := json.Marshal(res.StructuredContent)
+			if res.IsError {
+				t.Errorf("call refused: %s", raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := asked.Load(); n != calls {
+		t.Errorf("the user was asked %d times, want %d (once each)", n, calls)
+	}
+}
