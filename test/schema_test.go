@@ -367,7 +367,7 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 		{"execute_js", map[string]any{"code": "1", "mounts": []any{map[string]any{"hostPath": "/tmp"}, map[string]any{"sandboxPath": 5}}}, "invalid arguments: mounts[1].sandboxPath: want a string, got number"},
 		{"execute_js", []any{"1"}, "invalid arguments: the arguments must be an object, not array"},
 		{"exec_command", map[string]any{"command": "ls"}, "invalid arguments: command: want an array, got string"},
-		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, cwd, maxProcesses, maxWriteMb, cpuMs, maxOpenFiles, yieldMs, tty, rows, cols, caches, env)`},
+		{"exec_command", map[string]any{"command": []string{"ls"}, "verbose": true}, `invalid arguments: unknown field "verbose" (exec_command takes command, timeoutMs, memoryMb, allowNetwork, allowHosts, mounts, cwd, maxProcesses, maxWriteMb, cpuMs, maxOpenFiles, yieldMs, tty, rows, cols, caches, expose, env)`},
 		{"exec_command", map[string]any{"command": []string{"true"}, "memoryMb": 1}, "invalid argument: memoryMb must be between 16 and 2048, got 1"},
 		{"exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 2.5}, "invalid arguments: timeoutMs: want an integer, got number 2.5"},
 		{"copy_then_sync", map[string]any{"action": 1}, "invalid arguments: action: want a string, got number"},
