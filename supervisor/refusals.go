@@ -25,7 +25,14 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
 		return
 	}
 	n := fc.ForksRefused()
-	if n <= 0 {
+	if n < 0 {
+		// Refused but not counted: the command's own words are the evidence.
+		if !strings.HasPrefix(killedBy, "process limit exceeded") && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
+			out.Stderr += fmt.Sprintf("[autobox: the output says a fork failed; maxProcesses %d is held here by the kernel (RLIMIT_NPROC), which refuses forks past it without counting them: if the command needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes)
+		}
+		return
+	}
+	if n == 0 {
 		return
 	}
 	out.Usage.ForksRefused = n
@@ -33,4 +40,16 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
 		return
 	}
 	out.Stderr += fmt.Sprintf("[autobox: maxProcesses %d refused %d fork(s) of this command (EAGAIN: \"Cannot fork\", \"Resource temporarily unavailable\"); if it needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, n)
+}
+
+// saysForkFailed reports whether output holds what shells, runtimes and libc
+// say when fork or clone fails with EAGAIN.
+func saysForkFailed(output string) bool {
+	o := strings.ToLower(output)
+	for _, w := range []string{"cannot fork", "can't fork", "could not fork", "fork: resource temporarily unavailable", "fork: retry", "fork failed", "resource temporarily unavailable"} {
+		if strings.Contains(o, w) && (strings.Contains(w, "fork") || strings.Contains(o, "fork") || strings.Contains(o, "thread")) {
+			return true
+		}
+	}
+	return false
 }

@@ -20,7 +20,13 @@ import (
 // parent (0700, named prefix-PID-*, after this process, so that a later one
 // can remove it if this one is killed: Listen removes those of processes that
 // are gone first). The caller removes dir when done.
+// A parent whose path would make the socket's longer than a unix socket address
+// holds (108 bytes, a long TMPDIR) is replaced by /tmp.
 func Listen(parent, prefix, name string) (dir string, ln net.Listener, err error) {
+	// prefix-PID-RANDOM: the pid and MkdirTemp's suffix take at most 7+1+10.
+	if len(parent)+1+len(prefix)+1+7+1+10+1+len(name) >= maxSocketPath {
+		parent = "/tmp"
+	}
 	sweepStale(parent, prefix)
 	dir, err = os.MkdirTemp(parent, fmt.Sprintf("%s-%d-", prefix, os.Getpid()))
 	if err != nil {
@@ -33,6 +39,9 @@ func Listen(parent, prefix, name string) (dir string, ln net.Listener, err error
 	}
 	return dir, ln, nil
 }
+
+// maxSocketPath is the size of sun_path: a socket's path must be shorter.
+const maxSocketPath = 108
 
 // sweepStale removes the socket directories of autobox processes that are gone.
 func sweepStale(parent, prefix string) {
