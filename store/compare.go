@@ -22,9 +22,10 @@ const (
 )
 
 // compare says how b differs from a at rel ("" when equal). Content is read only when
-// the metadata differs in a way that could still hide equal bytes.
+// the metadata differs in a way that could still hide equal bytes, or when a's
+// metadata cannot be trusted (racy).
 func compare(a, b entry, aok, bok bool, ra, rb *root, rel string) (Action, error) {
-	if !aok && !bok || aok && bok && sameMeta(a, b) {
+	if !aok && !bok || aok && bok && sameMeta(a, b) && !racy(a) {
 		return "", nil
 	}
 	if act := metaAction(a, b, aok, bok); act != "" {
@@ -110,7 +111,7 @@ func diffListing(dir string, fl, tl []named, out map[string]Action, reads *[]str
 		default:
 			name, a, b, aok, bok, fl, tl = fl[0].name, fl[0].e, tl[0].e, true, true, fl[1:], tl[1:]
 		}
-		if aok && bok && sameMeta(a, b) {
+		if aok && bok && sameMeta(a, b) && !racy(a) {
 			continue // the common case, decided without building the path
 		}
 		p := joinRel(dir, name)

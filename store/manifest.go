@@ -30,7 +30,7 @@ import (
 const (
 	manifestName  = "baseline.manifest"
 	manifestTemp  = "baseline.manifest.tmp"
-	manifestMagic = "abxmf\x00\x00\x01" // format version in the last byte
+	manifestMagic = "abxmf\x00\x00\x02" // format version in the last byte
 )
 
 // crcTable is made on first use: building it costs ~0.3 ms, and every autobox process
@@ -51,7 +51,8 @@ func stampOf(st *unix.Stat_t) rootStamp {
 //
 //	magic, root stamp, directory count,
 //	per directory: path, entry count, per entry: name, mode, size, mtime,
-//	               then ino and ctime (directories) or the target (links),
+//	               then ino and ctime (directories), ctime (files: see racy)
+//	               or the target (links),
 //	CRC-32C of everything before it.
 func encodeManifest(root rootStamp, t tree) []byte {
 	dirs := make([]string, 0, len(t))
@@ -82,6 +83,8 @@ func encodeManifest(root rootStamp, t tree) []byte {
 			switch e.typ {
 			case unix.S_IFDIR:
 				b = binary.AppendUvarint(b, e.ino)
+				b = binary.AppendVarint(b, e.ctime)
+			case unix.S_IFREG:
 				b = binary.AppendVarint(b, e.ctime)
 			case unix.S_IFLNK:
 				appendString(e.link)
@@ -179,6 +182,8 @@ func decodeManifest(data []byte) (rootStamp, tree, error) {
 			switch e.typ {
 			case unix.S_IFDIR:
 				e.ino, e.ctime = r.uvarint(), r.varint()
+			case unix.S_IFREG:
+				e.ctime = r.varint()
 			case unix.S_IFLNK:
 				e.link = r.str()
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,11 +35,40 @@ func entryOf(st *unix.Stat_t) entry {
 		size:  st.Size,
 		mtime: unix.TimespecToNsec(st.Mtim),
 	}
-	if e.typ == unix.S_IFDIR {
+	switch e.typ {
+	case unix.S_IFDIR:
 		e.ino, e.ctime = uint64(st.Ino), unix.TimespecToNsec(st.Ctim)
+	case unix.S_IFREG:
+		e.ctime = unix.TimespecToNsec(st.Ctim)
 	}
 	return e
 }
+
+// racy reports whether a recorded file (the baseline's copy, e its entry)
+// cannot be trusted to be unchanged by its size and mtime alone: its mtime is
+// within one timestamp tick of when the copy was made (its ctime), so the file
+// it was copied from may have been written again in that same tick, keeping
+// its mtime, and the edit would look like no change (git's "racily clean"
+// entries). Such files are compared by content. A tick is a few milliseconds
+// where mtimes have nanoseconds (ext4, XFS, btrfs, tmpfs: the kernel's coarse
+// clock), up to 2 s where they have whole seconds (FAT, old ext3, some
+// network filesystems). A future mtime is racy too.
+func racy(e entry) bool {
+	if e.typ != unix.S_IFREG || e.ctime == 0 {
+		return false
+	}
+	window := racyTick
+	if e.mtime%1e9 == 0 {
+		window = racyTickCoarse
+	}
+	return e.mtime > e.ctime-int64(window)
+}
+
+// The ticks racy allows for (see there).
+const (
+	racyTick       = 50 * time.Millisecond
+	racyTickCoarse = 2 * time.Second
+)
 
 func (e entry) isDir() bool { return e.typ == unix.S_IFDIR }
 
