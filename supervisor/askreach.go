@@ -89,6 +89,8 @@ func (s *Server) askReach(ctx context.Context, ss *mcp.ServerSession, what, host
 		return s.question(c, what, []string{"reach " + shownText(entry)}, len(es) > 0, always, timeout)
 	})
 	switch {
+	case why != "" && ctx.Err() != nil:
+		return errors.New("the call ended while the user was asked")
 	case why != "":
 		return errors.New(why)
 	case answer == "": // allowed meanwhile
