@@ -84,6 +84,7 @@ type Ceiling struct {
 	hostEntries  []string
 	AllowNetwork *bool // nil: allowed
 	Limits       Limits
+	reach        []string // alwaysReach (reach.go)
 
 	// File is the ceiling file's path, FileExists whether it exists.
 	File       string

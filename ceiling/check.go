@@ -49,6 +49,7 @@ type Grants struct {
 	hosts   []string
 	network bool
 	limits  Limits
+	reach   []string // reach.go
 }
 
 // Apply remembers what granting es gives.

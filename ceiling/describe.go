@@ -3,15 +3,20 @@ package ceiling
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
 // Describe prints the ceiling in force, one rule a line, with where each came
 // from (the file, a flag, the defaults, or nowhere: an open rule).
 func (c *Ceiling) Describe(w io.Writer) {
-	state := "present"
-	if !c.FileExists {
-		state = "absent: only the never-mountable defaults apply, unless flags say more"
+	state := "absent: only the never-mountable defaults apply, unless flags say more"
+	if c.FileExists {
+		state = "present"
+		if fi, err := os.Stat(c.File); err == nil {
+			state += ", changed " + fi.ModTime().UTC().Format("2006-01-02 15:04:05 UTC")
+		}
+		state += "; a running autobox serve reads it again within a second of a change"
 	}
 	fmt.Fprintf(w, "ceiling file: %s (%s)\n", c.File, state)
 	from := func(rule string) string {
@@ -61,6 +66,9 @@ func (c *Ceiling) Describe(w io.Writer) {
 	} else {
 		line("allowNetwork", "refused", from("allowNetwork"))
 	}
+	if len(c.reach) > 0 {
+		line("alwaysReach", strings.Join(c.reach, ", "), from("alwaysReach"))
+	}
 	for _, l := range []struct {
 		name string
 		v    int
@@ -71,4 +79,11 @@ func (c *Ceiling) Describe(w io.Writer) {
 		}
 		line("limits."+l.name, v, from("limits."+l.name))
 	}
+}
+
+// DescribeBroken says that the file at path does not read (err, from Load),
+// and what that means for a server.
+func DescribeBroken(w io.Writer, path string, err error) {
+	fmt.Fprintf(w, "ceiling file: %s (does not read)\n  %v\n", path, err)
+	fmt.Fprintln(w, "  A running autobox serve keeps the ceiling it read from it last (its log names the problem); one starting now refuses to start until it is fixed.")
 }

@@ -22,6 +22,7 @@ type File struct {
 	AllowHosts     *[]string     `json:"allowHosts,omitempty"`
 	AllowNetwork   *bool         `json:"allowNetwork,omitempty"`
 	Limits         *Limits       `json:"limits,omitempty"`
+	AlwaysReach    []string      `json:"alwaysReach,omitempty"` // reach.go
 }
 
 // MountEntry is one entry of the file's mounts.
@@ -77,7 +78,7 @@ func ReadFile(path string) (f File, exists bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return File{}, true, fmt.Errorf("the ceiling file %s: %v (its members are mounts, neverMount, liftNeverMount, allowHosts, allowNetwork, limits)", path, strings.TrimPrefix(err.Error(), "json: "))
+		return File{}, true, fmt.Errorf("the ceiling file %s: %v (its members are mounts, neverMount, liftNeverMount, allowHosts, allowNetwork, limits, alwaysReach)", path, strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return f, true, nil
 }
@@ -192,6 +193,13 @@ func Load(flags *Flags, own []string) (*Ceiling, error) {
 		v := *f.AllowNetwork
 		c.AllowNetwork = &v
 		src("allowNetwork", "", false)
+	}
+	if len(f.AlwaysReach) > 0 {
+		if _, err := policy.ParseAllowHosts(path+": alwaysReach", f.AlwaysReach); err != nil {
+			return nil, err
+		}
+		c.reach = append([]string{}, f.AlwaysReach...)
+		src("alwaysReach", "", false)
 	}
 	// limits
 	var fl Limits

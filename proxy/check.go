@@ -91,14 +91,18 @@ func (c *Call) dialAddr(ctx context.Context, network, addr string) (net.Conn, er
 }
 
 // dial checks host:port, resolves it once and connects to a checked address.
+// The checks come first, unbounded by dialTimeout: they may wait for the
+// user's answer (ask.go), bounded by the call and by ctx.
 func (c *Call) dial(ctx context.Context, host string, port uint16) (net.Conn, error) {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
 	host = policy.NormalizeHost(host)
 	if r, ok := c.routedLocal(host, port); ok { // local.go: a session's port
+		ctx, cancel := c.bound(ctx)
+		defer cancel()
 		return c.dialLocal(ctx, r, port)
 	}
 	addrs, d := c.check(ctx, host, port)
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	return c.dialChecked(ctx, host, port, addrs, d)
 }
 
@@ -130,25 +134,33 @@ func (c *Call) dialChecked(ctx context.Context, host string, port uint16, addrs 
 }
 
 // check returns the addresses host:port may be dialled at, in order, or the
-// denial.
+// denial. What the list does not allow, the user may allow (ask.go).
 func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Addr, *Denial) {
 	if addr, err := netip.ParseAddr(host); err == nil {
 		// An address literal: only an entry naming it allows it, and then
 		// whatever it is (the user named it).
 		if !c.allow.NamesAddr(addr, port) {
-			return nil, c.notListed(host, port)
+			if d := c.askOrDeny(ctx, host, port); d != nil {
+				return nil, d
+			}
 		}
 		return []netip.Addr{addr.Unmap()}, nil
 	}
 	if host == "localhost" {
 		if !c.allow.NamesAddr(netip.MustParseAddr("127.0.0.1"), port) {
-			return nil, c.notListed(host, port)
+			if d := c.askOrDeny(ctx, host, port); d != nil {
+				return nil, d
+			}
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
 	if !c.allow.AllowsName(host, port) {
-		return nil, c.notListed(host, port)
+		if d := c.askOrDeny(ctx, host, port); d != nil {
+			return nil, d
+		}
 	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	addrs, err := c.p.resolver.lookup(ctx, host)
 	if err != nil {
 		return nil, &Denial{Host: host, Port: int(port), Reason: "does not resolve: " + err.Error()}

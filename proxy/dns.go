@@ -79,11 +79,20 @@ func (c *Call) resolveForCommand(name string, t dnsmessage.Type) (dnsmessage.RCo
 		c.rec.deny(Denial{Host: name, Reason: reason})
 		return code, netip.Addr{}
 	}
-	if _, err := netip.ParseAddr(name); err == nil || name == "" || !c.allow.AllowsHostOnSomePort(name) {
+	if _, err := netip.ParseAddr(name); err == nil || name == "" || (!c.allow.AllowsHostOnSomePort(name) && c.asking.ask == nil) {
 		return deny(dnsmessage.RCodeRefused, "not in allowHosts")
 	}
 	if t != dnsmessage.TypeA && t != dnsmessage.TypeALL {
 		return dnsmessage.RCodeSuccess, netip.Addr{}
+	}
+	if !c.allow.AllowsHostOnSomePort(name) {
+		// The user may allow it (ask.go): a synthetic address, no lookup;
+		// the question comes with the connection, and its port.
+		fake, ok := c.fake.pin(name, nil)
+		if !ok {
+			return deny(dnsmessage.RCodeRefused, "too many names looked up in one call")
+		}
+		return dnsmessage.RCodeSuccess, fake
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()

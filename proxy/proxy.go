@@ -207,14 +207,16 @@ func (p *Proxy) call(token string) *Call {
 }
 
 // Register makes a call known to the proxy, allowed what allow allows until
-// Close. ctx bounds its connections' dials (the call's deadline).
-func (p *Proxy) Register(ctx context.Context, allow policy.AllowHosts) (*Call, error) {
+// Close. ctx bounds its connections' dials (the call's deadline). ask, if not
+// nil, asks the user about a host:port that allow does not allow, while the
+// connection waits (ask.go); nil denies it at once.
+func (p *Proxy) Register(ctx context.Context, allow policy.AllowHosts, ask Asker) (*Call, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Call{p: p, token: hex.EncodeToString(b[:]), allow: allow, ctx: ctx, cancel: cancel, conns: map[net.Conn]bool{}}
+	c := &Call{p: p, token: hex.EncodeToString(b[:]), allow: allow, asking: asking{ask: ask}, ctx: ctx, cancel: cancel, conns: map[net.Conn]bool{}}
 	c.rec.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -235,6 +237,7 @@ type Call struct {
 	cancel context.CancelFunc
 	rec    recorder
 	held   limiter // connections open (see acquire)
+	asking asking  // ask.go: the user's answers in this call
 
 	mu             sync.Mutex
 	conns          map[net.Conn]bool

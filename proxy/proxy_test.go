@@ -53,7 +53,7 @@ func (f *fixture) call(entries ...string) *Call {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := f.p.Register(context.Background(), allow)
+	c, err := f.p.Register(context.Background(), allow, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}

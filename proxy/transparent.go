@@ -88,12 +88,16 @@ func (f *fakeNames) lookup(a netip.Addr) (pinned, bool) {
 
 // dialPinned connects to name:port at the addresses pinned at its lookup,
 // with the checks of any connection to the name.
+//
+// A name the list does not allow on port, or one given a synthetic address
+// without a lookup (dns.go: the user may yet allow it), takes the way of any
+// connection to a name: the list, the user, a lookup now.
 func (c *Call) dialPinned(p pinned, port uint16) (net.Conn, error) {
+	if p.addrs == nil || !c.allow.AllowsName(p.name, port) {
+		return c.dial(c.ctx, p.name, port)
+	}
 	ctx, cancel := c.bound(c.ctx)
 	defer cancel()
-	if !c.allow.AllowsName(p.name, port) {
-		return c.dialChecked(ctx, p.name, port, nil, c.notListed(p.name, port))
-	}
 	addrs, d := c.usable(p.name, port, p.addrs)
 	return c.dialChecked(ctx, p.name, port, addrs, d)
 }

@@ -93,9 +93,55 @@ func (s *Server) ask(ctx context.Context, what string, es []ceiling.Excess, rech
 	if !canElicit(ss) {
 		return refusal(es, "the user was not asked: only an MCP client that supports elicitation can ask them")
 	}
+	c := s.Ceiling()
+	always := true
+	answer, why := s.put(ctx, ss, func(timeout time.Duration) *mcp.ElicitParams {
+		if es = recheck(); len(es) == 0 {
+			return nil
+		}
+		for _, e := range es {
+			if c.FromFlag(e.Rule) {
+				always = false
+			}
+		}
+		wants := make([]string, len(es))
+		for i, e := range es {
+			wants[i] = shownText(e.Want)
+		}
+		return s.question(c, what, wants, true, always, timeout)
+	})
+	switch {
+	case why != "" && ctx.Err() != nil:
+		return fmt.Errorf("call cancelled while the user was asked: %w", context.Cause(ctx))
+	case why != "":
+		return refusal(es, why)
+	case answer == answerOnce:
+		s.log.Info("the user allowed a call beyond the ceiling, once", "call", what)
+	case answer == answerSession:
+		s.grants.Apply(es)
+		s.log.Info("the user allowed a call beyond the ceiling for this session", "call", what)
+	case answer == answerAlways && always:
+		s.grants.Apply(es)
+		if err := ceiling.Update(c.File, func(f *ceiling.File) { ceiling.Edit(f, es) }); err != nil {
+			s.log.Error("the user allowed a call beyond the ceiling always, but the ceiling file could not be written; allowed for this session", "err", err)
+		}
+	case answer == "": // granted meanwhile
+	default:
+		return refusal(es, "the user answered no")
+	}
+	return nil
+}
+
+// put asks the user one question, when its turn comes (one question at a
+// time), and returns their answer: once, session, always, or "" when prepare,
+// called once the turn came, returns no question (nothing to ask any more).
+// why is set when there is no answer to act on: the user declined or dismissed
+// the question, did not answer in time, or asking failed; any other answer is
+// the caller's to refuse. ss must be able to elicit.
+func (s *Server) put(ctx context.Context, ss *mcp.ServerSession, prepare func(timeout time.Duration) *mcp.ElicitParams) (answer, why string) {
 	if s.questions.waiting.Add(1) > maxWaiting {
 		s.questions.waiting.Add(-1)
-		return refusal(es, fmt.Sprintf("the user was not asked: %d calls are already waiting for an answer", maxWaiting))
+		return "", fmt.Sprintf("the user was not asked: %d calls are already waiting for an answer", maxWaiting)
 	}
 	defer s.questions.waiting.Add(-1)
 	if l, ok := s.questions.lenders.Load(ss); ok {
@@ -105,77 +151,54 @@ func (s *Server) ask(ctx context.Context, what string, es []ceiling.Excess, rech
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
+	unanswered := fmt.Sprintf("the user did not answer within %s", timeout)
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	select {
 	case s.questions.turn <- struct{}{}:
 		defer func() { <-s.questions.turn }()
 	case <-actx.Done():
-		return s.unanswered(ctx, es, timeout)
+		return "", unanswered
 	}
-	if es = recheck(); len(es) == 0 {
-		return nil
+	q := prepare(timeout)
+	if q == nil {
+		return "", ""
 	}
-	always := true
-	for _, e := range es {
-		if s.ceiling.FromFlag(e.Rule) {
-			always = false
-		}
-	}
-	res, err := ss.Elicit(actx, s.question(what, es, always, timeout))
+	res, err := ss.Elicit(actx, q)
 	switch {
 	case err != nil && actx.Err() != nil:
-		return s.unanswered(ctx, es, timeout)
+		return "", unanswered
 	case err != nil:
-		return refusal(es, "asking the user failed: "+err.Error())
+		return "", "asking the user failed: " + err.Error()
 	case res.Action == "decline":
-		return refusal(es, "the user declined")
+		return "", "the user declined"
 	case res.Action != "accept":
-		return refusal(es, "the user dismissed the question")
+		return "", "the user dismissed the question"
 	}
-	answer, _ := res.Content["answer"].(string)
-	switch {
-	case answer == answerOnce:
-		s.log.Info("the user allowed a call beyond the ceiling, once", "call", what)
-	case answer == answerSession:
-		s.grants.Apply(es)
-		s.log.Info("the user allowed a call beyond the ceiling for this session", "call", what)
-	case answer == answerAlways && always:
-		s.grants.Apply(es)
-		if err := ceiling.Update(s.ceiling.File, func(f *ceiling.File) { ceiling.Edit(f, es) }); err != nil {
-			s.log.Error("the user allowed a call beyond the ceiling always, but the ceiling file could not be written; allowed for this session", "err", err)
-		}
-	default:
-		return refusal(es, "the user answered no")
+	if answer, _ = res.Content["answer"].(string); answer == "" {
+		answer = answerNo // an accepted form without an answer allows nothing
 	}
-	return nil
+	return answer, ""
 }
 
-// unanswered is the refusal of a question with no answer: the call was
-// cancelled, or the user did not answer in time.
-func (s *Server) unanswered(ctx context.Context, es []ceiling.Excess, timeout time.Duration) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("call cancelled while the user was asked: %w", context.Cause(ctx))
-	}
-	return refusal(es, fmt.Sprintf("the user did not answer within %s", timeout))
-}
-
-// question is the elicitation of es: one question, in the user's words.
-func (s *Server) question(what string, es []ceiling.Excess, always bool, timeout time.Duration) *mcp.ElicitParams {
+// question is the elicitation of what a call wants (wants, already escaped for
+// a person): one question, in the user's words. beyond says it is beyond the
+// ceiling c; always offers "always", written to c's file.
+func (s *Server) question(c *ceiling.Ceiling, what string, wants []string, beyond, always bool, timeout time.Duration) *mcp.ElicitParams {
 	var b strings.Builder
-	wants := make([]string, len(es))
-	for i, e := range es {
-		wants[i] = shownText(e.Want)
-	}
 	if len(wants) == 1 {
 		fmt.Fprintf(&b, "Let %s %s?", what, wants[0])
 	} else {
 		fmt.Fprintf(&b, "Let %s do all of this?\n- %s", what, strings.Join(wants, "\n- "))
 	}
-	fmt.Fprintf(&b, "\nThis is beyond your autobox ceiling (%s). once: this call only; session: until autobox restarts", s.ceiling.File)
+	b.WriteString("\n")
+	if beyond {
+		fmt.Fprintf(&b, "This is beyond your autobox ceiling (%s). ", c.File)
+	}
+	b.WriteString("once: this call only; session: until autobox restarts")
 	choices := []any{answerOnce, answerSession}
 	if always {
-		fmt.Fprintf(&b, "; always: added to %s", s.ceiling.File)
+		fmt.Fprintf(&b, "; always: added to %s", c.File)
 		choices = append(choices, answerAlways)
 	}
 	fmt.Fprintf(&b, "; no: refuse it. Unanswered after %s: refused.", timeout)

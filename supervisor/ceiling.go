@@ -19,13 +19,13 @@ import (
 // the user is asked (ask.go) where the client can ask them. Either way a call
 // never runs with more than the ceiling and what the user granted.
 
-// Ceiling is the ceiling this server holds calls to.
-func (s *Server) Ceiling() *ceiling.Ceiling { return s.ceiling }
+// Ceiling is the ceiling this server holds calls to now.
+func (s *Server) Ceiling() *ceiling.Ceiling { return s.ceiling.Current() }
 
 // admit holds req against the ceiling and this server's grants: nil when the
 // call may run. what describes the call for a question to the user.
 func (s *Server) admit(ctx context.Context, what string, req ceiling.Request) error {
-	es := s.ceiling.Check(req, &s.grants)
+	es := s.Ceiling().Check(req, &s.grants)
 	if len(es) == 0 {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (s *Server) admit(ctx context.Context, what string, req ceiling.Request) er
 			return refusal(es, "")
 		}
 	}
-	return s.ask(ctx, what, es, func() []ceiling.Excess { return s.ceiling.Check(req, &s.grants) })
+	return s.ask(ctx, what, es, func() []ceiling.Excess { return s.Ceiling().Check(req, &s.grants) })
 }
 
 // refusal is the error of a call beyond the ceiling: every rule it passes, and
@@ -81,7 +81,7 @@ func mountAsks(specs []policy.MountSpec, mounts []policy.Mount) []ceiling.MountA
 // lower returns v, or the ceiling's limit where the call left v to its default
 // and the default is above the ceiling.
 func (s *Server) lower(name string, given bool, v int) int {
-	if max := s.ceiling.Limit(name, &s.grants); !given && max > 0 && v > max {
+	if max := s.Ceiling().Limit(name, &s.grants); !given && max > 0 && v > max {
 		return max
 	}
 	return v
@@ -102,14 +102,15 @@ func (s *Server) admitExec(ctx context.Context, in *ExecInput, c *execCall) erro
 		Mounts: mountAsks(in.Mounts, c.mounts), AllowNetwork: in.AllowNetwork, AllowHosts: in.AllowHosts,
 		Limits: ceiling.Limits{TimeoutMs: c.timeoutMs, MemoryMb: c.memoryMb, MaxProcesses: c.limits.Processes, MaxWriteMb: writeMb},
 	}
-	return s.admit(ctx, "this command ("+commandLine(in.Command)+")", req)
+	c.what = "this command (" + commandLine(in.Command) + ")"
+	return s.admit(ctx, c.what, req)
 }
 
 // admitJS holds a validated execute_js call to the ceiling.
 func (s *Server) admitJS(ctx context.Context, in *JSInput, c *jsCall) error {
 	c.run.TimeoutMs = s.lower("timeoutMs", in.TimeoutMs != nil, c.run.TimeoutMs)
 	c.run.MemoryMb = s.lower("memoryMb", in.MemoryMb != nil, c.run.MemoryMb)
-	if max := s.ceiling.Limit("maxWriteMb", &s.grants); in.MaxWriteBytes == nil && max > 0 && c.maxWrite > int64(max)<<20 {
+	if max := s.Ceiling().Limit("maxWriteMb", &s.grants); in.MaxWriteBytes == nil && max > 0 && c.maxWrite > int64(max)<<20 {
 		c.maxWrite = int64(max) << 20
 	}
 	req := ceiling.Request{

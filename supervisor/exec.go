@@ -87,6 +87,8 @@ type execCall struct {
 	caches     callCaches
 	routes     []sessionRoute // allowHosts session:ID:PORT entries (ports.go)
 	expose     []int          // a session's ports to expose to the host
+	what       string         // the call in a question to the user: "this command (…)"
+	clock      callClock      // timeoutMs (clock.go)
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -277,7 +279,7 @@ func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command
 	if !c.net.proxied() {
 		return nil, nil
 	}
-	pc, err := s.proxyFor(ctx, c.net)
+	pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, c.what, c.clock.pause))
 	if err != nil {
 		return nil, err
 	}
@@ -313,11 +315,14 @@ func (k *killSwitch) settle() string {
 // enforce kills the tree at the call's time limit and, by the watchdog, at its
 // other limits. The returned func stops both and returns what the watchdog saw
 // the tree use.
+//
+// The time limit's clock stops while the user is asked about a host the
+// command wants (askreach.go, clock.go).
 func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
-	timer := time.AfterFunc(c.timeout, func() { timeUp(t, k) })
+	c.clock.start(c.timeout, func() { timeUp(t, k) })
 	watch := c.limits.watch(t, k.kill)
 	return func() policy.Usage {
-		timer.Stop()
+		c.clock.stop()
 		return watch.Stop()
 	}
 }

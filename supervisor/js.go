@@ -118,7 +118,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	defer b.close()
 	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts)}
 	if c.net.proxied() {
-		pc, err := s.proxyFor(ctx, c.net)
+		pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, "this JavaScript call (execute_js)", nil))
 		if err != nil {
 			return nil, err
 		}

@@ -102,13 +102,15 @@ func (s *Server) checkHostsSupported() error {
 }
 
 // proxyFor registers a proxied call with the server's proxy (started on first
-// use). The caller closes the returned call.
-func (s *Server) proxyFor(ctx context.Context, n netChoice) (*proxy.Call, error) {
+// use), its list widened by the hosts the user lets every command reach, and
+// ask asking the user about others (nil: none; askreach.go). The caller closes
+// the returned call.
+func (s *Server) proxyFor(ctx context.Context, n netChoice, ask proxy.Asker) (*proxy.Call, error) {
 	s.proxyOnce.Do(func() { s.proxy, s.proxyErr = proxy.New(os.TempDir()) })
 	if s.proxyErr != nil {
 		return nil, fmt.Errorf("starting the network proxy: %w", s.proxyErr)
 	}
-	return s.proxy.Register(ctx, n.hosts)
+	return s.proxy.Register(ctx, s.withReach(n.hosts), ask)
 }
 
 // proxySetup connects a proxied command to the proxy: on Linux its launcher

@@ -93,9 +93,9 @@ type Server struct {
 	sessions *session.Table[sessionEnd] // exec_command calls with yieldMs that outlive their answer
 	sports   sessionPorts               // their ports, reached from later calls and the host (ports.go)
 
-	ceiling   *ceiling.Ceiling // the user's ceiling (ceiling.go)
-	grants    ceiling.Grants   // what the user allowed beyond it for this server's life
-	questions questions        // asking the user (ask.go)
+	ceiling   *ceiling.Live  // the user's ceiling (ceiling.go), following its file
+	grants    ceiling.Grants // what the user allowed beyond it for this server's life
+	questions questions      // asking the user (ask.go)
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -127,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	if s.store, err = store.Open(store.Options{StateDir: opts.StateDir}); err != nil {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
-	if s.ceiling, err = ceiling.Load(opts.Ceiling, []string{s.store.StateDir()}); err != nil {
+	if s.ceiling, err = ceiling.NewLive(opts.Ceiling, []string{s.store.StateDir()}, s.log); err != nil {
 		return nil, err
 	}
 	s.questions.turn = make(chan struct{}, 1)

@@ -137,7 +137,7 @@ func (j *jailProc) startProxy(ctx context.Context, n *Native, spec *jail.Spec) e
 	if j.proxy, err = proxy.New(os.TempDir()); err != nil {
 		return fmt.Errorf("starting the network proxy: %w", err)
 	}
-	if j.call, err = j.proxy.Register(ctx, hosts); err != nil {
+	if j.call, err = j.proxy.Register(ctx, hosts, nil); err != nil {
 		j.proxy.Close()
 		return err
 	}

@@ -211,6 +211,34 @@ func runCases(t *testing.T, node string, env []string, script string) map[string
 // user's ceiling each way (once, for the session, always, decline, no answer
 // before the timeout), and a client without elicitation gets the refusal.
 func TestTypeScriptElicitation(t *testing.T) {
+	seen := runAskCases(t, "elicit.mjs")
+	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation"} {
+		if !seen[c] {
+			t.Errorf("elicit.mjs reported no case %q", c)
+		}
+	}
+}
+
+// TestTypeScriptAskReach runs clients/askreach.mjs: a command's connection to
+// a host its allowHosts does not list is held while the TypeScript SDK
+// client's elicitation handler answers each way; execute_js's fetch too.
+func TestTypeScriptAskReach(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skipf("allowHosts needs a network namespace for the command, which mode %s lacks", hostMode())
+	}
+	seen := runAskCases(t, "askreach.mjs")
+	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation", "execute_js fetch"} {
+		if !seen[c] {
+			t.Errorf("askreach.mjs reported no case %q", c)
+		}
+	}
+}
+
+// runAskCases runs a script of test/clients that starts its own servers
+// (AUTOBOX_BIN) with fixtures of its own (AUTOBOX_FIXTURES), as runCases.
+func runAskCases(t *testing.T, script string) map[string]bool {
+	t.Helper()
 	node := nodeClients(t)
 	env, home := nodeEnv(t, node)
 	fixtures := filepath.Join(home, "fixtures")
@@ -218,12 +246,7 @@ func TestTypeScriptElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	env = append(env, "AUTOBOX_BIN="+bin, "AUTOBOX_FIXTURES="+fixtures)
-	seen := runCases(t, node, env, "elicit.mjs")
-	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation"} {
-		if !seen[c] {
-			t.Errorf("elicit.mjs reported no case %q", c)
-		}
-	}
+	return runCases(t, node, env, script)
 }
 
 // inspector runs the MCP Inspector's command line against the binary and returns

@@ -45,7 +45,11 @@ func policyMain(args []string) int {
 	}
 	c, err := ceiling.Load(&f, own)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "autobox policy: %v\n", err)
+		path := f.File
+		if path == "" {
+			path = ceiling.DefaultFile()
+		}
+		ceiling.DescribeBroken(os.Stdout, path, err)
 		return 1
 	}
 	c.Describe(os.Stdout)

@@ -15,20 +15,9 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { accept, check } from "./asking.mjs";
 
-const env = process.env;
-const fixtures = env.AUTOBOX_FIXTURES;
-const serverEnv = {};
-for (const k of ["PATH", "HOME", "TMPDIR", "AUTOBOX_STATE_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME"]) {
-  if (env[k] !== undefined) serverEnv[k] = env[k];
-}
-
-function report(name, status, detail) {
-  console.log(JSON.stringify({ case: name, status, detail }));
-}
+const fixtures = process.env.AUTOBOX_FIXTURES;
 
 let n = 0;
 // fixture makes a ceiling file, a directory it allows and one beyond it.
@@ -41,25 +30,6 @@ function fixture() {
   const policy = path.join(dir, "policy.json");
   fs.writeFileSync(policy, JSON.stringify({ mounts: [{ path: allowed, mode: "ro" }] }));
   return { policy, allowed, beyond: fs.realpathSync(beyond) };
-}
-
-// connect starts a server with the ceiling file, and a client answering with
-// answer(request) (undefined: a client without elicitation).
-async function connect(f, answer, extraArgs = []) {
-  const transport = new StdioClientTransport({
-    command: env.AUTOBOX_BIN, args: ["serve", "--policy", f.policy, ...extraArgs], env: serverEnv, stderr: "inherit",
-  });
-  const capabilities = answer ? { elicitation: { form: {} } } : {};
-  const client = new Client({ name: "autobox-elicit", version: "1" }, { capabilities });
-  const questions = [];
-  if (answer) {
-    client.setRequestHandler(ElicitRequestSchema, async (req) => {
-      questions.push(req.params);
-      return answer(req);
-    });
-  }
-  await client.connect(transport);
-  return { client, questions };
 }
 
 function writeCall(f, name) {
@@ -91,26 +61,14 @@ function wantRefused(r, why) {
   assert.ok(!r.written, "a refused call wrote its file");
 }
 
-const accept = (answer) => () => ({ action: "accept", content: { answer } });
-
-async function check(name, fn) {
+// checkF runs one case with a fixture of its own: fn(f, connect), where
+// connect(answer, extraArgs) starts a server with f's ceiling file.
+function checkF(name, fn) {
   const f = fixture();
-  const open = [];
-  try {
-    await fn(f, async (...a) => {
-      const c = await connect(f, ...a);
-      open.push(c.client);
-      return c;
-    });
-    report(name, "pass");
-  } catch (e) {
-    report(name, "fail", e && e.stack ? e.stack : String(e));
-  } finally {
-    for (const c of open) await c.close().catch(() => {});
-  }
+  return check(name, (connect) => fn(f, (...a) => connect(f.policy, ...a)));
 }
 
-await check("accept once", async (f, connect) => {
+await checkF("accept once", async (f, connect) => {
   const c = await connect(accept("once"));
   wantRan(await write(c, f, "a"));
   assert.equal(c.questions.length, 1);
@@ -121,7 +79,7 @@ await check("accept once", async (f, connect) => {
   assert.equal(c.questions.length, 2);
 });
 
-await check("accept for the session", async (f, connect) => {
+await checkF("accept for the session", async (f, connect) => {
   let answer = "session";
   const c = await connect(() => ({ action: "accept", content: { answer } }));
   wantRan(await write(c, f, "a"));
@@ -131,7 +89,7 @@ await check("accept for the session", async (f, connect) => {
   assert.ok(!fs.readFileSync(f.policy, "utf8").includes(f.beyond), "a session answer was written to the file");
 });
 
-await check("always", async (f, connect) => {
+await checkF("always", async (f, connect) => {
   const c = await connect(accept("always"));
   wantRan(await write(c, f, "a"));
   const file = JSON.parse(fs.readFileSync(f.policy, "utf8"));
@@ -141,21 +99,21 @@ await check("always", async (f, connect) => {
   wantRan(await write(other, f, "b"));
 });
 
-await check("decline", async (f, connect) => {
+await checkF("decline", async (f, connect) => {
   const c = await connect(() => ({ action: "decline" }));
   wantRefused(await write(c, f, "a"), "the user declined");
   const no = await connect(accept("no"));
   wantRefused(await write(no, f, "b"), "the user answered no");
 });
 
-await check("no answer before the timeout", async (f, connect) => {
+await checkF("no answer before the timeout", async (f, connect) => {
   const c = await connect(() => new Promise(() => {}), ["--ask-timeout", "1s"]);
   wantRefused(await write(c, f, "a"), "the user did not answer within 1s");
   const ok = await c.client.callTool({ name: "execute_js", arguments: { code: "6*7" } });
   assert.equal(ok.structuredContent.result, 42);
 });
 
-await check("client without elicitation", async (f, connect) => {
+await checkF("client without elicitation", async (f, connect) => {
   const c = await connect(undefined);
   wantRefused(await write(c, f, "a"), "only an MCP client that supports elicitation can ask them");
 });
