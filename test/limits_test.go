@@ -245,6 +245,30 @@ func TestLimitDisk(t *testing.T) {
 	}
 }
 
+// TestLimitDiskOrphan: a writer that left its parent (a setsid'd subshell
+// whose parent exited, so the launcher adopted it) is still in the watched
+// tree: the watchdog reads a launcher's children from its main thread, which
+// the kernel gives orphans to. Its writes count toward maxWriteMb and it is
+// killed past it; positive control: the same orphan writing less runs on, and
+// its writes are counted once it is gone. As root the command's cgroup counts
+// the writes too; as an ordinary user without a cgroup of its own the walk is
+// all there is (with the launcher's children unread, this failed there).
+func TestLimitDiskOrphan(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	orphan := func(files int) []string {
+		return bash(fmt.Sprintf(`(setsid bash -c 'cd "$TMPDIR"; for i in $(seq %d); do dd if=/dev/zero of=f$i bs=1M count=4 status=none; sleep 0.1; done' &); sleep 3; echo waited`, files))
+	}
+	o := s.limited(map[string]any{"command": orphan(2), "maxWriteMb": 10, "timeoutMs": 20000})
+	if o.Killed || o.Stdout != "waited\n" || !within(o.Usage.WrittenMb, 8) {
+		t.Errorf("an orphan writing 8 MB under maxWriteMb 10: %+v", o)
+	}
+	o = s.limited(map[string]any{"command": orphan(6), "maxWriteMb": 10, "timeoutMs": 20000})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "disk limit exceeded (") || !strings.Contains(o.Stderr, " MB written > maxWriteMb 10; watchdog)") {
+		t.Errorf("an orphan writing 24 MB past maxWriteMb 10: %+v", o)
+	}
+}
+
 // TestLimitFallocate: fallocate(2) would allocate blocks without writing them,
 // out of sight of the write accounting (and with KEEP_SIZE of RLIMIT_FSIZE): it
 // fails with EOPNOTSUPP, and posix_fallocate writes the blocks instead, which
