@@ -1,10 +1,6 @@
 package ceiling
 
-import (
-	"net/netip"
-
-	"github.com/autobox-dev/autobox/policy"
-)
+import "github.com/autobox-dev/autobox/policy"
 
 // Hosts the user lets commands reach without their calls listing them. A
 // command whose call has allowHosts (its network goes through autobox's proxy)
@@ -37,14 +33,7 @@ func (c *Ceiling) Reaches(g *Grants, host string, port uint16) bool {
 	if err != nil {
 		return false
 	}
-	// As the proxy matches a target: an address only by an entry naming it.
-	if addr, err := netip.ParseAddr(host); err == nil {
-		return a.NamesAddr(addr, port)
-	}
-	if host == "localhost" {
-		return a.NamesAddr(netip.MustParseAddr("127.0.0.1"), port)
-	}
-	return a.AllowsName(host, port)
+	return a.AllowsTarget(host, port)
 }
 
 // Reach remembers entry for this server's life (a "session" answer).

@@ -234,6 +234,20 @@ func (a AllowHosts) NamesAddr(addr netip.Addr, port uint16) bool {
 	return false
 }
 
+// AllowsTarget reports whether a connection to host (normalized) on port is
+// allowed as the proxy matches one: an address literal only by an entry
+// naming it (NamesAddr), localhost as 127.0.0.1, a name by a name entry
+// (AllowsName; the addresses it resolves to are checked after).
+func (a AllowHosts) AllowsTarget(host string, port uint16) bool {
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return a.NamesAddr(addr, port)
+	}
+	if host == "localhost" {
+		return a.NamesAddr(netip.MustParseAddr("127.0.0.1"), port)
+	}
+	return a.AllowsName(host, port)
+}
+
 // AllowsHostOnSomePort reports whether some entry names host (a normalized name
 // or an address) on any port: it tells "port 22 not allowed" apart from "not in
 // allowHosts".

@@ -184,3 +184,31 @@ func FuzzParseAllowHosts(f *testing.F) {
 		}
 	})
 }
+
+// TestAllowsTarget: the proxy's match of a connection's target, shared with
+// the ceiling's hosts the user lets commands reach.
+func TestAllowsTarget(t *testing.T) {
+	a, err := ParseAllowHosts("allowHosts", []string{"example.com", "10.0.0.5:8080", "localhost:3000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		host string
+		port uint16
+		want bool
+	}{
+		{"example.com", 443, true},
+		{"example.com", 22, false},
+		{"other.com", 443, false},
+		{"10.0.0.5", 8080, true},
+		{"10.0.0.5", 80, false},
+		{"10.0.0.6", 8080, false},
+		{"localhost", 3000, true},
+		{"127.0.0.1", 3000, true},
+		{"localhost", 3001, false},
+	} {
+		if got := a.AllowsTarget(c.host, c.port); got != c.want {
+			t.Errorf("AllowsTarget(%s, %d) = %v, want %v", c.host, c.port, got, c.want)
+		}
+	}
+}

@@ -136,28 +136,18 @@ func (c *Call) dialChecked(ctx context.Context, host string, port uint16, addrs 
 // check returns the addresses host:port may be dialled at, in order, or the
 // denial. What the list does not allow, the user may allow (ask.go).
 func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Addr, *Denial) {
-	if addr, err := netip.ParseAddr(host); err == nil {
-		// An address literal: only an entry naming it allows it, and then
-		// whatever it is (the user named it).
-		if !c.allow.NamesAddr(addr, port) {
-			if d := c.askOrDeny(ctx, host, port); d != nil {
-				return nil, d
-			}
-		}
-		return []netip.Addr{addr.Unmap()}, nil
-	}
-	if host == "localhost" {
-		if !c.allow.NamesAddr(netip.MustParseAddr("127.0.0.1"), port) {
-			if d := c.askOrDeny(ctx, host, port); d != nil {
-				return nil, d
-			}
-		}
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}
-	if !c.allow.AllowsName(host, port) {
+	if !c.allow.AllowsTarget(host, port) {
 		if d := c.askOrDeny(ctx, host, port); d != nil {
 			return nil, d
 		}
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		// An address literal, named by an entry or by the user: whatever it
+		// is (the user named it).
+		return []netip.Addr{addr.Unmap()}, nil
+	}
+	if host == "localhost" {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
