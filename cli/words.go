@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // The commands call the tools' own code, whose messages name the tools' parameters as
@@ -49,11 +50,11 @@ func wordsOf(cmd string) words {
 }
 
 var (
-	mountIndex = regexp.MustCompile(`\bmounts\[([0-9]+)\]`)
-	envIndex   = regexp.MustCompile(`\benv\[([0-9]+)\]`)
-	pathIndex  = regexp.MustCompile(`\bpaths\[([0-9]+)\]`)
-	identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	plainValue = regexp.MustCompile(`^"[A-Za-z0-9._/-]+"`)
+	mountIndex = lazyre.New(`\bmounts\[([0-9]+)\]`)
+	envIndex   = lazyre.New(`\benv\[([0-9]+)\]`)
+	pathIndex  = lazyre.New(`\bpaths\[([0-9]+)\]`)
+	identifier = lazyre.New(`[A-Za-z_][A-Za-z0-9_]*`)
+	plainValue = lazyre.New(`^"[A-Za-z0-9._/-]+"`)
 )
 
 // say rewrites msg in the command line's words. Text in double quotes (Go's %q, as
@@ -79,19 +80,19 @@ func (w words) say(msg string) string {
 		if end < 0 {
 			end = len(msg)
 		}
-		text := mountIndex.ReplaceAllStringFunc(msg[:end], func(m string) string {
-			n, _ := strconv.Atoi(mountIndex.FindStringSubmatch(m)[1])
+		text := mountIndex().ReplaceAllStringFunc(msg[:end], func(m string) string {
+			n, _ := strconv.Atoi(mountIndex().FindStringSubmatch(m)[1])
 			return fmt.Sprintf("--mount/--workspace #%d", n+1)
 		})
-		text = envIndex.ReplaceAllStringFunc(text, func(m string) string {
-			n, _ := strconv.Atoi(envIndex.FindStringSubmatch(m)[1])
+		text = envIndex().ReplaceAllStringFunc(text, func(m string) string {
+			n, _ := strconv.Atoi(envIndex().FindStringSubmatch(m)[1])
 			return fmt.Sprintf("--env #%d", n+1)
 		})
-		text = pathIndex.ReplaceAllStringFunc(text, func(m string) string {
-			n, _ := strconv.Atoi(pathIndex.FindStringSubmatch(m)[1])
+		text = pathIndex().ReplaceAllStringFunc(text, func(m string) string {
+			n, _ := strconv.Atoi(pathIndex().FindStringSubmatch(m)[1])
 			return fmt.Sprintf("PATH #%d", n+1)
 		})
-		text = identifier.ReplaceAllStringFunc(text, func(id string) string {
+		text = identifier().ReplaceAllStringFunc(text, func(id string) string {
 			if to, ok := w[id]; ok {
 				return to
 			}
@@ -99,7 +100,7 @@ func (w words) say(msg string) string {
 		})
 		msg = msg[end:]
 		if strings.HasSuffix(text, " ") && strings.HasPrefix(lastWord(text), "--") {
-			if v := plainValue.FindString(msg); v != "" {
+			if v := plainValue().FindString(msg); v != "" {
 				text += v[1 : len(v)-1]
 				msg = msg[len(v):]
 			}
@@ -120,10 +121,10 @@ func lastWord(s string) string {
 // flagError puts the flag package's messages, which spell every flag with one dash
 // (`flag provided but not defined: -foo`), in this command line's spelling: two
 // dashes, except for one-letter flags such as -e and -j.
-var flagName = regexp.MustCompile(`(^|: |for flag |for )-([A-Za-z0-9][A-Za-z0-9_-]+)`)
+var flagName = lazyre.New(`(^|: |for flag |for )-([A-Za-z0-9][A-Za-z0-9_-]+)`)
 
 func flagError(err error) string {
-	return flagName.ReplaceAllString(err.Error(), "$1--$2")
+	return flagName().ReplaceAllString(err.Error(), "$1--$2")
 }
 
 // printFlags prints a command's flags as the flag package would, with each name

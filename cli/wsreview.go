@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/lazyre"
 	"github.com/autobox-dev/autobox/store"
 )
 
@@ -16,17 +16,17 @@ import (
 
 var (
 	// `copy_then_sync action "merge" with paths ["a", "b"]`, as the tool's texts say it.
-	toolStep = regexp.MustCompile(`(?:copy_then_sync )?action "(\w+)" with paths (\[[^\]]*\])`)
+	toolStep = lazyre.New(`(?:copy_then_sync )?action "(\w+)" with paths (\[[^\]]*\])`)
 	// `action "sync" with paths`, without a list.
-	toolStepAny = regexp.MustCompile(`action "(\w+)" with paths\b`)
-	statusDiff  = regexp.MustCompile(`status \(diff: true\)`)
+	toolStepAny = lazyre.New(`action "(\w+)" with paths\b`)
+	statusDiff  = lazyre.New(`status \(diff: true\)`)
 )
 
 // wsSay rewrites the steps a workspace text names in the tool's parameters into
 // commands of workspace id: `autobox ws merge ID a b`.
 func wsSay(text, id string) string {
-	text = toolStep.ReplaceAllStringFunc(text, func(m string) string {
-		sub := toolStep.FindStringSubmatch(m)
+	text = toolStep().ReplaceAllStringFunc(text, func(m string) string {
+		sub := toolStep().FindStringSubmatch(m)
 		var paths []string
 		if json.Unmarshal([]byte(sub[2]), &paths) != nil {
 			return m
@@ -36,8 +36,8 @@ func wsSay(text, id string) string {
 		}
 		return "autobox ws " + sub[1] + " " + id + " " + strings.Join(paths, " ")
 	})
-	text = toolStepAny.ReplaceAllString(text, "autobox ws $1 "+id+" PATH...")
-	return statusDiff.ReplaceAllString(text, "autobox ws status --diff "+id)
+	text = toolStepAny().ReplaceAllString(text, "autobox ws $1 "+id+" PATH...")
+	return statusDiff().ReplaceAllString(text, "autobox ws status --diff "+id)
 }
 
 func printPending(w io.Writer, pending []store.Change) {

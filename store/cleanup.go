@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // cleanup removes what crashed operations left behind: half-built workspaces (marked by
@@ -17,7 +19,7 @@ import (
 func (s *Store) cleanup() {
 	ents, _ := os.ReadDir(s.stateDir)
 	for _, e := range ents {
-		if m := stateTemp.FindStringSubmatch(e.Name()); m != nil && validateID(m[1]) == nil {
+		if m := stateTemp().FindStringSubmatch(e.Name()); m != nil && validateID(m[1]) == nil {
 			// Only a process holding the lock writes these, so none is live now.
 			os.Remove(filepath.Join(s.stateDir, e.Name()))
 			continue
@@ -39,22 +41,22 @@ func (s *Store) cleanup() {
 	}
 	recs, _ := s.loadRecords()
 	for _, r := range recs {
-		removeMatching(r.dir(), baseStaging)
+		removeMatching(r.dir(), baseStaging())
 		if src, err := openRoot(r.Source); err == nil {
 			names, _ := readNames(src.fd)
 			for _, n := range names {
-				if hostStaging.MatchString(n) {
+				if hostStaging().MatchString(n) {
 					restoreAsides(src, n)
 				}
 			}
 			src.Close()
 		}
-		removeMatching(r.Source, hostStaging)
+		removeMatching(r.Source, hostStaging())
 	}
 }
 
 // stateTemp matches writeFileAtomic's temporary files in the state directory.
-var stateTemp = regexp.MustCompile(`^\.(.+)\.(?:json|creating)\.tmp-[0-9]+$`)
+var stateTemp = lazyre.New(`^\.(.+)\.(?:json|creating)\.tmp-[0-9]+$`)
 
 // removeMatching deletes the entries of dir whose names match re.
 func removeMatching(dir string, re *regexp.Regexp) {

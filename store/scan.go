@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // entry is what a scan records about one path: enough to decide "unchanged" from
@@ -115,12 +116,12 @@ func supportedType(typ uint32) bool {
 // hostStaging matches the sync staging directories autobox creates in a source root.
 // Only this exact shape is treated as autobox's own, so a project file that merely
 // starts with the prefix is neither ignored nor deleted.
-var hostStaging = regexp.MustCompile(`^\.autobox-sync-[0-9a-f]{16}$`)
+var hostStaging = lazyre.New(`^\.autobox-sync-[0-9a-f]{16}$`)
 
 // skip reports whether a scan or copy leaves rel out: excluded paths and, at the top
 // level, autobox's sync staging directories.
 func skip(rel string, ex excludes) bool {
-	if !strings.Contains(rel, "/") && hostStaging.MatchString(rel) {
+	if !strings.Contains(rel, "/") && hostStaging().MatchString(rel) {
 		return true
 	}
 	return ex.match(rel)
@@ -129,7 +130,7 @@ func skip(rel string, ex excludes) bool {
 // skipName is skip for name in directory dir, without building the path when nothing
 // is excluded.
 func skipName(dir, name string, ex excludes) bool {
-	if dir == "" && hostStaging.MatchString(name) {
+	if dir == "" && hostStaging().MatchString(name) {
 		return true
 	}
 	return ex.matchIn(dir, name)

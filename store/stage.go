@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // stageFiles is how many files a sync stages at once before applying them.
@@ -131,7 +132,7 @@ type stageDir struct {
 }
 
 // baseStaging matches the baseline staging directories in a workspace's storage.
-var baseStaging = regexp.MustCompile(`^stage-[0-9a-f]{16}$`)
+var baseStaging = lazyre.New(`^stage-[0-9a-f]{16}$`)
 
 func newStage(in *root, prefix string) (*stageDir, error) {
 	var b [8]byte

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // stateDirName holds per-task private state next to the worktrees. It starts with a dot, so
@@ -37,7 +39,7 @@ func DefaultTasksDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "autobox-tasks"), nil
 }
 
-var unsafeNameChars = lazyRegexp(`[^A-Za-z0-9._-]+`)
+var unsafeNameChars = lazyre.New(`[^A-Za-z0-9._-]+`)
 
 // projectSlug is "<base>-<8 hex of sha256(root)>": readable, and distinct for two projects
 // with the same base name. The base is reduced to safe characters so that it can also be

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
 // Sandbox is the per-task shape an orchestrator wraps a harness in. Implementations are safe
@@ -89,7 +89,7 @@ var (
 // MaxIDLength bounds task ids, which become path components, branch names and container names.
 const MaxIDLength = 64
 
-var idPattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var idPattern = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ValidateID accepts ids of 1 to MaxIDLength characters from [A-Za-z0-9._-] that start with
 // a letter or digit, contain no "..", and do not end in "." or ".lock" (both are refused in
@@ -113,7 +113,7 @@ func ValidateID(id string) error {
 // Branch is the git branch of task id.
 func Branch(id string) string { return "autobox/" + id }
 
-var envNamePattern = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNamePattern = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // envNames returns the names of env (NAME=value or NAME entries) in order, without repeats.
 func envNames(env ...[]string) ([]string, error) {
@@ -150,10 +150,4 @@ func withEnv(base, extra []string) []string {
 		}
 	}
 	return env
-}
-
-// lazyRegexp compiles a pattern on first use: package variables are initialized in
-// every autobox process, JS workers included, which never use them.
-func lazyRegexp(pattern string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }
