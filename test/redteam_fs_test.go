@@ -1,0 +1,122 @@
+//go:build linux
+
+package test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Red-team tests of the filesystem promises (SECURITY.md: "exec_command",
+// "Host paths a caller names", "Workspaces"): each is an attack a hostile
+// command would make, with the same action, allowed, as its control.
+
+// flipScript swaps two names of a directory (sys.argv[1]) for ever with
+// renameat2(RENAME_EXCHANGE), so each of them is a directory one moment and a
+// symbolic link the next; it says "flipping" once it runs.
+const flipScript = `import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+os.chdir(sys.argv[1])
+print("flipping", flush=True)
+while libc.renameat2(-100, b"sub", -100, b"alt", 2) == 0:
+    pass
+print("renameat2: errno", ctypes.get_errno(), flush=True)
+`
+
+// TestMountLinkSwappedAfterCheck: a mount's hostPath is checked to be
+// canonical when the call arrives, and must still be what is bound and
+// allowed when its command starts. A session with a rw mount of proj swaps
+// proj/sub, a directory, with proj/alt, a symbolic link to a private
+// directory, as fast as it can; meanwhile calls mount proj/sub (ro and rw) and
+// try to read the private file and write beside it. A call may be refused (the
+// link seen at the check, or when the launcher binds it), or run with the
+// directory; it never reaches the private directory. The controls: the same
+// mount, with the swapping stopped, shows sub's file, and the private
+// directory mounted by its own path is read and written. In each mode this
+// process's servers have, and in landlock-only mode, where Landlock's rules
+// alone hold the paths.
+func TestMountLinkSwappedAfterCheck(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 to swap names with renameat2 inside the sandbox")
+	}
+	t.Run(hostMode(), func(t *testing.T) { mountLinkSwapped(t, start(t)) })
+	t.Run("landlock-only", func(t *testing.T) {
+		mountLinkSwapped(t, startEnv(t, []string{"AUTOBOX_NO_NAMESPACES=1"}))
+	})
+}
+
+func mountLinkSwapped(t *testing.T, s *session) {
+	base := t.TempDir()
+	// Open to all: a root server without namespaces runs commands as 65534,
+	// and only the sandbox is to keep them from the private directory.
+	os.Chmod(filepath.Dir(base), 0o755)
+	os.Chmod(base, 0o755)
+	proj, private, tools := filepath.Join(base, "proj"), filepath.Join(base, "private"), filepath.Join(base, "tools")
+	for _, d := range []string{proj, filepath.Join(proj, "sub"), private, tools} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o777)
+	}
+	writeFile(t, filepath.Join(private, "secret"), "private data\n")
+	writeFile(t, filepath.Join(proj, "sub", "ok"), "sub's own\n")
+	writeFile(t, filepath.Join(tools, "flip.py"), flipScript)
+	mustSymlink(t, private, filepath.Join(proj, "alt"))
+	planted := filepath.Join(private, "planted")
+
+	o := s.startSession(map[string]any{
+		"command":   []string{"python3", "/mnt/tools/flip.py", "/mnt/proj"},
+		"mounts":    []map[string]any{{"hostPath": proj, "sandboxPath": "/mnt/proj", "mode": "rw"}, {"hostPath": tools, "sandboxPath": "/mnt/tools"}},
+		"timeoutMs": 120000,
+	})
+	if out, f := s.until(o.SessionID, "flipping", o.Stdout); !strings.Contains(out, "flipping") {
+		t.Fatalf("the swapping session did not start: %q %+v", out, f)
+	}
+	attack := bash("cat " + filepath.Join(private, "secret") + " /mnt/o/secret 2>/dev/null; echo planted > " + planted + " 2>/dev/null; exit 0")
+	ran, refused := 0, 0
+	for i := 0; i < 80; i++ {
+		mode := []string{"ro", "rw"}[i%2]
+		res := s.callRaw("exec_command", map[string]any{"command": attack, "mounts": []map[string]any{{"hostPath": filepath.Join(proj, "sub"), "sandboxPath": "/mnt/o", "mode": mode}}})
+		if res.IsError {
+			refused++
+			continue
+		}
+		ran++
+		if out, _ := json.Marshal(res.StructuredContent); strings.Contains(string(out), "private data") {
+			t.Fatalf("attempt %d (%s): a mount of proj/sub read the private directory it was swapped for: %s", i, mode, out)
+		}
+		if _, err := os.Lstat(planted); err == nil {
+			t.Fatalf("attempt %d (%s): a mount of proj/sub wrote into the private directory it was swapped for", i, mode)
+		}
+	}
+	t.Logf("80 mounts of a name being swapped: %d ran, %d refused", ran, refused)
+	if fo, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"}); isErr {
+		t.Fatalf("closing the swapping session: %+v", fo)
+	}
+	if fi, err := os.Lstat(filepath.Join(proj, "sub")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(proj, "sub"), unix.AT_FDCWD, filepath.Join(proj, "alt"), unix.RENAME_EXCHANGE); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Controls: the directory, mounted while nothing swaps it; the private
+	// directory by its own path, read and written.
+	sub := []map[string]any{{"hostPath": filepath.Join(proj, "sub"), "sandboxPath": "/mnt/o"}}
+	if o, isErr := s.exec(map[string]any{"command": []string{"cat", "/mnt/o/ok"}, "mounts": sub}); isErr || o.Stdout != "sub's own\n" {
+		t.Errorf("control: proj/sub mounted: isError=%v %+v", isErr, o)
+	}
+	priv := []map[string]any{{"hostPath": private, "sandboxPath": "/mnt/o", "mode": "rw"}}
+	if o, isErr := s.exec(map[string]any{"command": bash("cat /mnt/o/secret && echo planted > /mnt/o/planted"), "mounts": priv}); isErr || o.Stdout != "private data\n" || o.code() != 0 {
+		t.Errorf("control: the private directory mounted by its path: isError=%v %+v", isErr, o)
+	}
+	if _, err := os.Lstat(planted); err != nil {
+		t.Errorf("control: the private directory's rw mount did not write: %v", err)
+	}
+}
