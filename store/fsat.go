@@ -26,11 +26,35 @@ type root struct {
 }
 
 func openRoot(p string) (*root, error) {
-	fd, err := unix.Open(p, openDirFlags, 0)
+	fd, err := openDirPath(p)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
 	return &root{fd: fd, path: p}, nil
+}
+
+// openDirPath opens directory p, absolute and canonical (a workspace's source
+// or storage, checked so at create), without following a symbolic link
+// anywhere on the way: O_NOFOLLOW alone looks at the last component only. A
+// call with a rw mount of an ancestor of p can replace a directory on the way
+// with a link, and a sync through it would write into wherever the link
+// leads, shown in status as an ordinary change of the workspace.
+func openDirPath(p string) (int, error) {
+	if !path.IsAbs(p) {
+		return -1, &os.PathError{Op: "open", Path: p, Err: unix.EINVAL}
+	}
+	fd, err := openDirNoLinks(p)
+	if err == nil {
+		return fd, nil
+	}
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		for at := p; at != "/"; at = path.Dir(at) {
+			if fi, lerr := os.Lstat(at); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+				err = fmt.Errorf("%s is a symbolic link, which it was not when the path was checked (a call with a rw mount of its directory may have made it): nothing is read or written through it", at)
+			}
+		}
+	}
+	return -1, &os.PathError{Op: "open", Path: p, Err: err}
 }
 
 func (r *root) Close() error { return unix.Close(r.fd) }

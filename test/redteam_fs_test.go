@@ -120,3 +120,63 @@ func mountLinkSwapped(t *testing.T, s *session) {
 		t.Errorf("control: the private directory's rw mount did not write: %v", err)
 	}
 }
+
+// TestWorkspaceSourceSwappedForLink: a workspace's source is opened without
+// following a link anywhere on its path, not only at its last name. A call
+// with a rw mount of proj replaces proj/pkg, a directory above the source
+// proj/pkg/app, with a link to other, which holds an app directory too; the
+// workspace has added a file. status and sync are refused naming the link, and
+// nothing is written into other/app (it was: the new file, shown in status as
+// an ordinary add). The control: with pkg a directory again, the same sync
+// writes the file into the source.
+func TestWorkspaceSourceSwappedForLink(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	base := t.TempDir()
+	os.Chmod(filepath.Dir(base), 0o755)
+	os.Chmod(base, 0o755)
+	proj, other := filepath.Join(base, "proj"), filepath.Join(base, "other")
+	src := filepath.Join(proj, "pkg", "app")
+	writeFile(t, filepath.Join(src, "readme"), "the source\n")
+	if err := os.MkdirAll(filepath.Join(other, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{proj, filepath.Join(proj, "pkg")} {
+		os.Chmod(d, 0o777) // a root server without namespaces runs commands as another uid
+	}
+	c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/app", "storagePath": t.TempDir(), "copyMode": "auto"})
+	if isErr || !c.OK {
+		t.Fatalf("create: %+v", c)
+	}
+	ws := []map[string]any{{"workspaceId": c.WorkspaceID}}
+	if o, _ := s.exec(map[string]any{"command": bash("echo planted > /mnt/app/conftest.py"), "mounts": ws}); o.code() != 0 {
+		t.Fatalf("writing in the workspace: %+v", o)
+	}
+	swap := bash("cd /mnt/proj && mv pkg pkg.real && ln -s " + other + " pkg")
+	if o, _ := s.exec(map[string]any{"command": swap, "mounts": []map[string]any{{"hostPath": proj, "sandboxPath": "/mnt/proj", "mode": "rw"}}}); o.code() != 0 {
+		t.Fatalf("swapping pkg for a link: %+v", o)
+	}
+	for _, action := range []string{"status", "sync"} {
+		res := s.callRaw("copy_then_sync", map[string]any{"action": action, "workspaceId": c.WorkspaceID})
+		if msg := errorOf(res) + textOf(res); !res.IsError || !strings.Contains(msg, filepath.Join(proj, "pkg")+" is a symbolic link") {
+			t.Errorf("%s with a link above the source: want refused naming %s/pkg, got isError=%v %s", action, proj, res.IsError, msg)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(other, "app", "conftest.py")); err == nil {
+		t.Fatalf("sync wrote the workspace's file through the link into %s/app", other)
+	}
+
+	// Control: pkg a directory again, the same sync applies.
+	if err := os.Remove(filepath.Join(proj, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(proj, "pkg.real"), filepath.Join(proj, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if sy, isErr := s.ws(map[string]any{"action": "sync", "workspaceId": c.WorkspaceID}); isErr || !sy.OK || len(sy.Applied) != 1 {
+		t.Fatalf("control: sync with the source's path as created: %+v", sy)
+	}
+	if got := readFile(t, filepath.Join(src, "conftest.py")); got != "planted\n" {
+		t.Errorf("control: the synced file: %q", got)
+	}
+}
