@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/nofollow"
 )
 
 // Helpers that resolve every path beneath an open directory one component at a time with
@@ -35,27 +37,11 @@ func openRoot(p string) (*root, error) {
 
 // openDirPath opens directory p, absolute and canonical (a workspace's source
 // or storage, checked so at create), without following a symbolic link
-// anywhere on the way: O_NOFOLLOW alone looks at the last component only. A
-// call with a rw mount of an ancestor of p can replace a directory on the way
-// with a link, and a sync through it would write into wherever the link
-// leads, shown in status as an ordinary change of the workspace.
-func openDirPath(p string) (int, error) {
-	if !path.IsAbs(p) {
-		return -1, &os.PathError{Op: "open", Path: p, Err: unix.EINVAL}
-	}
-	fd, err := openDirNoLinks(p)
-	if err == nil {
-		return fd, nil
-	}
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		for at := p; at != "/"; at = path.Dir(at) {
-			if fi, lerr := os.Lstat(at); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-				err = fmt.Errorf("%s is a symbolic link, which it was not when the path was checked (a call with a rw mount of its directory may have made it): nothing is read or written through it", at)
-			}
-		}
-	}
-	return -1, &os.PathError{Op: "open", Path: p, Err: err}
-}
+// anywhere on the way: a call with a rw mount of an ancestor of p can replace a
+// directory on the way with a link, and a sync through it would write into
+// wherever the link leads, shown in status as an ordinary change of the
+// workspace.
+func openDirPath(p string) (int, error) { return nofollow.OpenDir(p) }
 
 func (r *root) Close() error { return unix.Close(r.fd) }
 

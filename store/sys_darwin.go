@@ -74,9 +74,3 @@ func mountOf(r *root) string {
 	}
 	return unix.ByteSliceToString(st.Mntonname[:])
 }
-
-// openDirNoLinks opens directory p (absolute) with no symbolic link anywhere on
-// its path (macOS 11's O_NOFOLLOW_ANY: ELOOP if there is one).
-func openDirNoLinks(p string) (int, error) {
-	return unix.Open(p, openDirFlags|unix.O_NOFOLLOW_ANY, 0)
-}

@@ -146,36 +146,3 @@ func unescapeMount(s string) string {
 	}
 	return b.String()
 }
-
-// openDirNoLinks opens directory p (absolute) with no symbolic link anywhere on
-// its path: ENOTDIR at the first that is one. The directories on the way are
-// opened with O_PATH, which needs the search permission a path walk needs, no
-// more.
-func openDirNoLinks(p string) (int, error) {
-	var parts []string
-	for _, c := range strings.Split(p, "/") {
-		if c != "" {
-			parts = append(parts, c)
-		}
-	}
-	if len(parts) == 0 {
-		return unix.Open("/", openDirFlags, 0)
-	}
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	for i, c := range parts {
-		flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if i == len(parts)-1 {
-			flags = openDirFlags
-		}
-		next, err := unix.Openat(fd, c, flags, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, err
-		}
-		fd = next
-	}
-	return fd, nil
-}

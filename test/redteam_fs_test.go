@@ -52,21 +52,32 @@ func TestMountLinkSwappedAfterCheck(t *testing.T) {
 	})
 }
 
-func mountLinkSwapped(t *testing.T, s *session) {
-	base := t.TempDir()
-	// Open to all: a root server without namespaces runs commands as 65534,
-	// and only the sandbox is to keep them from the private directory.
+// openTree makes, in a temporary directory, proj/sub (holding "ok"), private
+// (holding "secret") and the other directories named, each open to all: a
+// root server without namespaces runs commands as 65534, and only the
+// sandbox is to keep them from the private directory. It returns the paths
+// of proj and private, and the directory holding them.
+func openTree(t *testing.T, more ...string) (base, proj, private string) {
+	t.Helper()
+	base = t.TempDir()
 	os.Chmod(filepath.Dir(base), 0o755)
 	os.Chmod(base, 0o755)
-	proj, private, tools := filepath.Join(base, "proj"), filepath.Join(base, "private"), filepath.Join(base, "tools")
-	for _, d := range []string{proj, filepath.Join(proj, "sub"), private, tools} {
-		if err := os.Mkdir(d, 0o777); err != nil {
+	proj, private = filepath.Join(base, "proj"), filepath.Join(base, "private")
+	for _, d := range append([]string{"proj", "proj/sub", "private"}, more...) {
+		d = filepath.Join(base, d)
+		if err := os.MkdirAll(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
 		os.Chmod(d, 0o777)
 	}
 	writeFile(t, filepath.Join(private, "secret"), "private data\n")
 	writeFile(t, filepath.Join(proj, "sub", "ok"), "sub's own\n")
+	return base, proj, private
+}
+
+func mountLinkSwapped(t *testing.T, s *session) {
+	base, proj, private := openTree(t, "tools")
+	tools := filepath.Join(base, "tools")
 	writeFile(t, filepath.Join(tools, "flip.py"), flipScript)
 	mustSymlink(t, private, filepath.Join(proj, "alt"))
 	planted := filepath.Join(private, "planted")
@@ -132,18 +143,9 @@ func mountLinkSwapped(t *testing.T, s *session) {
 func TestWorkspaceSourceSwappedForLink(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	base := t.TempDir()
-	os.Chmod(filepath.Dir(base), 0o755)
-	os.Chmod(base, 0o755)
-	proj, other := filepath.Join(base, "proj"), filepath.Join(base, "other")
-	src := filepath.Join(proj, "pkg", "app")
+	base, proj, _ := openTree(t, "proj/pkg/app", "other/app")
+	other, src := filepath.Join(base, "other"), filepath.Join(proj, "pkg", "app")
 	writeFile(t, filepath.Join(src, "readme"), "the source\n")
-	if err := os.MkdirAll(filepath.Join(other, "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{proj, filepath.Join(proj, "pkg")} {
-		os.Chmod(d, 0o777) // a root server without namespaces runs commands as another uid
-	}
 	c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/app", "storagePath": t.TempDir(), "copyMode": "auto"})
 	if isErr || !c.OK {
 		t.Fatalf("create: %+v", c)
@@ -178,5 +180,52 @@ func TestWorkspaceSourceSwappedForLink(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(src, "conftest.py")); got != "planted\n" {
 		t.Errorf("control: the synced file: %q", got)
+	}
+}
+
+// TestJSMountSwappedBeforeUse: execute_js opens a mount's root when its code
+// first uses it, which can be long after the call's hostPath was checked; it
+// opens it with no link on the way. A session with a rw mount of proj waits
+// for the code's signal, then replaces proj/sub with a link to a private
+// directory; the code, which mounts proj/sub, then reads through it. Refused
+// naming the link; the controls: sub's own file through the same mount once
+// sub is a directory again, and the private file by its own path.
+func TestJSMountSwappedBeforeUse(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	base, proj, private := openTree(t, "sig")
+	sig := filepath.Join(base, "sig")
+	swap := bash("while [ ! -e /mnt/sig/go ]; do sleep 0.01; done; cd /mnt/proj && mv sub sub.real && ln -s " + private + " sub && touch /mnt/sig/done; sleep 60")
+	o := s.startSession(map[string]any{"command": swap, "timeoutMs": 60000, "mounts": []map[string]any{
+		{"hostPath": proj, "sandboxPath": "/mnt/proj", "mode": "rw"}, {"hostPath": sig, "sandboxPath": "/mnt/sig", "mode": "rw"}}})
+	code := `await host.writeFile('/mnt/sig/go', '1');
+for (let i = 0; i < 1000; i++) {
+  try { await host.readFile('/mnt/sig/done'); break } catch (e) {}
+  await new Promise(r => setTimeout(r, 10));
+}
+try { return await host.readFile('/mnt/o/secret') } catch (e) { return 'refused: ' + e.message }`
+	mounts := []map[string]any{{"hostPath": filepath.Join(proj, "sub"), "sandboxPath": "/mnt/o"}, {"hostPath": sig, "sandboxPath": "/mnt/sig", "mode": "rw"}}
+	j := s.mustJS(map[string]any{"code": code, "mounts": mounts, "timeoutMs": 10000})
+	if _, err := os.Lstat(filepath.Join(sig, "done")); err != nil {
+		t.Fatalf("the session did not swap sub for a link: %v (result %s)", err, j.Result)
+	}
+	if strings.Contains(string(j.Result), "private data") || !strings.Contains(string(j.Result), "symbolic link") {
+		t.Errorf("a mount of proj/sub swapped for a link to a private directory before first use: want refused naming the link, got %s", j.Result)
+	}
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+
+	// Controls: sub a directory again; the private directory by its own path.
+	if err := os.Remove(filepath.Join(proj, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(proj, "sub.real"), filepath.Join(proj, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if j := s.mustJS(map[string]any{"code": "return host.readFile('/mnt/o/ok')", "mounts": mounts}); string(j.Result) != `"sub's own\n"` {
+		t.Errorf("control: proj/sub mounted: %s", j.Result)
+	}
+	priv := []map[string]any{{"hostPath": private, "sandboxPath": "/mnt/o"}}
+	if j := s.mustJS(map[string]any{"code": "return host.readFile('/mnt/o/secret')", "mounts": priv}); string(j.Result) != `"private data\n"` {
+		t.Errorf("control: the private directory by its path: %s", j.Result)
 	}
 }
