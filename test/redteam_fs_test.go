@@ -229,3 +229,69 @@ try { return await host.readFile('/mnt/o/secret') } catch (e) { return 'refused:
 		t.Errorf("control: the private directory by its path: %s", j.Result)
 	}
 }
+
+// TestWorkspaceBareRepository: git takes any directory holding HEAD, objects
+// and refs for a (bare) repository when run in it or below it, and runs its
+// config's core.pager as soon as it writes to a terminal there; so a
+// workspace that makes src such a directory chooses what host git runs in src.
+// Such a change is a conflict, like a nested .git, and nothing is applied; so
+// is an edit of the config of a bare repository the source holds. The
+// controls: a file named HEAD alone and an ordinary edit in src sync, and so
+// does git's data (objects) in the source's bare repository.
+func TestWorkspaceBareRepository(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "src", "main.c"), "int main;\n")
+	writeFile(t, filepath.Join(src, "fixture.git", "HEAD"), "ref: refs/heads/main\n")
+	writeFile(t, filepath.Join(src, "fixture.git", "config"), "[core]\n\tbare = true\n")
+	for _, d := range []string{"fixture.git/objects", "fixture.git/refs"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/src", "storagePath": t.TempDir(), "copyMode": "auto"})
+	if isErr || !c.OK {
+		t.Fatalf("create: %+v", c)
+	}
+	ws := []map[string]any{{"workspaceId": c.WorkspaceID}}
+	write := func(script string) {
+		t.Helper()
+		if o, _ := s.exec(map[string]any{"command": bash("cd /mnt/src && " + script), "mounts": ws}); o.code() != 0 {
+			t.Fatalf("%s: %+v", script, o)
+		}
+	}
+	conflicts := func() string {
+		t.Helper()
+		st, _ := s.ws(map[string]any{"action": "status", "workspaceId": c.WorkspaceID})
+		raw, _ := json.Marshal(st.Conflicts)
+		return string(raw)
+	}
+	write(`mkdir src/objects src/refs && echo 'ref: refs/heads/main' > src/HEAD && printf '[core]\n\tpager = "touch /tmp/pwned; cat"\n' > src/config && echo 'int main() {}' > src/main.c`)
+	if got := conflicts(); !strings.Contains(got, `"path":"src/config"`) || !strings.Contains(got, "makes src a git repository") {
+		t.Errorf("a bare repository made in src: want a conflict naming src/config, got %s", got)
+	}
+	if sy, isErr := s.ws(map[string]any{"action": "sync", "workspaceId": c.WorkspaceID}); !isErr || sy.OK || len(sy.Applied) != 0 {
+		t.Errorf("sync with a bare repository made in src applied: %+v", sy)
+	}
+	if _, err := os.Lstat(filepath.Join(src, "src", "config")); err == nil || readFile(t, filepath.Join(src, "src", "main.c")) != "int main;\n" {
+		t.Fatalf("the host changed")
+	}
+
+	// Control: without objects and refs, src is no repository; HEAD and the edit sync.
+	write("rm -r src/objects src/refs src/config")
+	if sy, isErr := s.ws(map[string]any{"action": "sync", "workspaceId": c.WorkspaceID}); isErr || !sy.OK || len(sy.Applied) != 2 {
+		t.Fatalf("control: a file named HEAD and an edit: %+v", sy)
+	}
+
+	// The source's own bare repository: its config is git's configuration, its
+	// objects git's data (the control).
+	write(`printf '[core]\n\tpager = "touch /tmp/pwned; cat"\n' >> fixture.git/config`)
+	if got := conflicts(); !strings.Contains(got, `"path":"fixture.git/config"`) || !strings.Contains(got, "in the git repository fixture.git") {
+		t.Errorf("the config of the source's bare repository edited: want a conflict, got %s", got)
+	}
+	write("printf '[core]\n\tbare = true\n' > fixture.git/config && mkdir fixture.git/objects/ab && echo x > fixture.git/objects/ab/cd")
+	if sy, isErr := s.ws(map[string]any{"action": "sync", "workspaceId": c.WorkspaceID}); isErr || !sy.OK || len(sy.Applied) != 2 {
+		t.Errorf("control: an object in the source's bare repository: %+v", sy)
+	}
+}
