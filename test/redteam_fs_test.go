@@ -295,3 +295,49 @@ func TestWorkspaceBareRepository(t *testing.T) {
 		t.Errorf("control: an object in the source's bare repository: %+v", sy)
 	}
 }
+
+// TestReadOnlyMountAttributes: with a root of its own, a command cannot set
+// extended attributes on a read-only mount's files (Landlock has no right for
+// them; the read-only bind refuses them with EROFS), nor rename a file of its
+// rw mount over one. The control: the same on the rw mount's file succeeds.
+func TestReadOnlyMountAttributes(t *testing.T) {
+	requireSandbox(t)
+	if !namespaced() {
+		t.Skip("landlock-only: extended attributes of files the user owns are not guarded (SECURITY.md)")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 to call setxattr with")
+	}
+	s := start(t)
+	_, proj, private := openTree(t)
+	if err := unix.Setxattr(filepath.Join(proj, "sub", "ok"), "user.autobox-test", []byte("1"), 0); err != nil {
+		t.Skipf("this filesystem takes no user extended attributes: %v", err)
+	}
+	script := `import os, sys
+for f in sys.argv[1:]:
+    try:
+        os.setxattr(f, "user.autobox-test", b"2")
+        print(f, "setxattr ok")
+    except OSError as e:
+        print(f, "setxattr", e.strerror)
+try:
+    os.rename("/mnt/rw/ok", "/mnt/ro/secret")
+    print("rename-over ok")
+except OSError as e:
+    print("rename-over", e.strerror)
+`
+	o, _ := s.exec(map[string]any{"command": []string{"python3", "-c", script, "/mnt/ro/secret", "/mnt/rw/ok"}, "mounts": []map[string]any{
+		{"hostPath": private, "sandboxPath": "/mnt/ro"}, {"hostPath": filepath.Join(proj, "sub"), "sandboxPath": "/mnt/rw", "mode": "rw"}}})
+	if !strings.Contains(o.Stdout, "secret setxattr Read-only file system") || !strings.Contains(o.Stdout, "rename-over Invalid cross-device link") {
+		t.Errorf("setxattr and rename over a ro mount's file: want EROFS and EXDEV, got %+v", o)
+	}
+	if !strings.Contains(o.Stdout, "ok setxattr ok") {
+		t.Errorf("control: setxattr on the rw mount's file: %+v", o)
+	}
+	if v, err := unix.Getxattr(filepath.Join(private, "secret"), "user.autobox-test", make([]byte, 8)); err == nil {
+		t.Errorf("the ro file got an attribute (%d bytes)", v)
+	}
+	if got := readFile(t, filepath.Join(private, "secret")); got != "private data\n" {
+		t.Errorf("the ro file changed: %q", got)
+	}
+}
