@@ -90,6 +90,7 @@ const (
 	tagPrivateNet   = 8
 	tagProxyPort    = 9
 	tagTmp          = 10
+	tagNoFollow     = 11
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -228,6 +229,7 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.flag(tagPrivateNet, s.PrivateNetwork)
 	e.int(tagProxyPort, s.ProxyPort)
 	e.str(tagTmp, s.Tmp)
+	e.flag(tagNoFollow, s.NoFollow)
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -477,6 +479,8 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.ProxyPort, err = d.int()
 		case tagTmp:
 			s.Tmp, err = d.str()
+		case tagNoFollow:
+			s.NoFollow = true
 		default:
 			err = errTag(tag)
 		}

@@ -55,6 +55,9 @@ func handledFS(abi int) uint64 {
 type pathRule struct {
 	path   string
 	access uint64
+	// noFollow: a symbolic link on the way to path refuses the rule
+	// (policy.Sandbox.NoFollow).
+	noFollow bool
 }
 
 // landlockPlan is the ruleset for p at ABI abi, before any syscall.
@@ -84,13 +87,13 @@ func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.Landlock
 	}
 	all := handled &^ unix.LANDLOCK_ACCESS_FS_EXECUTE
 	for _, path := range p.ReadOnly {
-		rules = append(rules, pathRule{path, readRights | exec})
+		rules = append(rules, pathRule{path, readRights | exec, p.NoFollow})
 	}
 	for _, path := range p.ReadWrite {
-		rules = append(rules, pathRule{path, all | exec})
+		rules = append(rules, pathRule{path, all | exec, p.NoFollow})
 	}
 	for _, path := range p.Devices {
-		rules = append(rules, pathRule{path, deviceRights & handled})
+		rules = append(rules, pathRule{path, deviceRights & handled, p.NoFollow})
 	}
 	// DenyWrite needs no rule: it is not writable unless a ReadWrite rule
 	// covers it, and checkPolicy refuses that.
@@ -153,7 +156,7 @@ func idOf(st *unix.Stat_t) fileID {
 }
 
 func addPathRule(ruleset int, r pathRule) (fileID, error) {
-	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, err := openForRule(r)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return fileID{missing: true}, nil // e.g. /lib64 on arm64: nothing there to allow
 	}
@@ -179,6 +182,23 @@ func addPathRule(ruleset int, r pathRule) (fileID, error) {
 		return fileID{}, fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
 	}
 	return id, nil
+}
+
+// openForRule opens r's path for its rule: without following any symbolic link
+// if r.noFollow, so that a link swapped in since the path was checked allows
+// nothing (a rule holds the file the open reached, wherever that is).
+func openForRule(r pathRule) (int, error) {
+	if !r.noFollow {
+		return unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, r.path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ELOOP) {
+		return -1, fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, r.path)
+	}
+	return fd, err
 }
 
 // landlockRestrict enforces the ruleset on the calling thread, for good.

@@ -226,7 +226,7 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 		}
 		// A name done before (the base's, at prepare) costs nothing at the call.
 		if nk := (nameKind{e.path, e.kind}); !r.asked[nk] {
-			if err := r.materialize(e.path, e.kind); err != nil {
+			if err := r.materialize(e.path, e.kind, p.NoFollow); err != nil {
 				return err
 			}
 			r.asked[nk] = true
@@ -244,8 +244,11 @@ const maxLinks = 40
 // materialize makes p (absolute and clean; it may pass through symlinks) exist
 // in the private root as it does on the host: each symlink on the way is made
 // again, and what p finally names is bound from the host. A path that does
-// not exist on the host is skipped, as Landlock skips it.
-func (r *privateRoot) materialize(p string, kind bindKind) error {
+// not exist on the host is skipped, as Landlock skips it. With noFollow
+// (policy.Sandbox.NoFollow), a path to bind that passes through a symlink is
+// refused instead: it was checked free of them, so the link is newer than the
+// check.
+func (r *privateRoot) materialize(p string, kind bindKind, noFollow bool) error {
 	for hops := 0; hops <= maxLinks; hops++ {
 		link, rest, err := r.firstLink(p)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
@@ -253,6 +256,9 @@ func (r *privateRoot) materialize(p string, kind bindKind) error {
 		}
 		if err != nil {
 			return err
+		}
+		if link != "" && noFollow && kind != linkOnly {
+			return fmt.Errorf("%w: %s goes through the symbolic link %s now, which it did not when it was checked", ErrPolicy, p, link)
 		}
 		if link == "" {
 			if kind == linkOnly {
@@ -523,7 +529,8 @@ func (r *privateRoot) bindTopLevel(kind bindKind) error {
 		if name == "proc" || name == "dev" || "/"+name == oldRootDir {
 			continue
 		}
-		if err := r.materialize("/"+name, kind); err != nil {
+		// The host's own names (/bin -> usr/bin): only root can change them.
+		if err := r.materialize("/"+name, kind, false); err != nil {
 			return err
 		}
 	}

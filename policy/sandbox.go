@@ -6,7 +6,7 @@ package policy
 
 // Sandbox is what an OS sandbox must enforce for one sandboxed process tree.
 // Paths are absolute, clean and canonical (symlinks resolved) before they get here;
-// enforcers never resolve them again.
+// with NoFollow, enforcers never resolve them again.
 //
 // The model is an allowlist: anything not listed is denied.
 type Sandbox struct {
@@ -47,4 +47,13 @@ type Sandbox struct {
 	// so that tools that write to /tmp work and write only there. "" leaves
 	// /tmp as the other paths make it.
 	Tmp string
+	// NoFollow makes an enforcer that finds a symbolic link on the way to a
+	// path of ReadOnly, ReadWrite or Devices when the command starts refuse the
+	// command, rather than follow it: its caller checked them canonical, so a
+	// link there now was put there since, perhaps by a command that swaps a
+	// directory of its rw mount for a link to somewhere else, so that a later
+	// call's mount of that directory would allow the link's target. Commands'
+	// policies set it; a task harness's, whose system paths are the host's
+	// names (/bin, /lib), does not.
+	NoFollow bool
 }

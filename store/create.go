@@ -197,8 +197,8 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 			}
 		}
 	}()
-	if dirs[0], err = unix.Open(rec.Source, openDirFlags, 0); err != nil {
-		return nil, fmt.Errorf("create: opening hostPath: %w", &os.PathError{Op: "open", Path: rec.Source, Err: err})
+	if dirs[0], err = openDirPath(rec.Source); err != nil {
+		return nil, fmt.Errorf("create: opening hostPath: %w", err)
 	}
 	if dirs[3], err = storage.openDir(rec.ID); err != nil {
 		return nil, fmt.Errorf("create: %w", err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/nofollow"
 )
 
 // Helpers that resolve every path beneath an open directory one component at a time with
@@ -26,12 +28,20 @@ type root struct {
 }
 
 func openRoot(p string) (*root, error) {
-	fd, err := unix.Open(p, openDirFlags, 0)
+	fd, err := openDirPath(p)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, err
 	}
 	return &root{fd: fd, path: p}, nil
 }
+
+// openDirPath opens directory p, absolute and canonical (a workspace's source
+// or storage, checked so at create), without following a symbolic link
+// anywhere on the way: a call with a rw mount of an ancestor of p can replace a
+// directory on the way with a link, and a sync through it would write into
+// wherever the link leads, shown in status as an ordinary change of the
+// workspace.
+func openDirPath(p string) (int, error) { return nofollow.OpenDir(p) }
 
 func (r *root) Close() error { return unix.Close(r.fd) }
 

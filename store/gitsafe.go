@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -49,4 +50,60 @@ func gitRisk(p string, typ uint32) string {
 		return ""
 	}
 	return ""
+}
+
+// bareRisk is gitRisk for git directories not named .git. git run in a
+// directory, or anywhere below it, takes the nearest directory on the way up
+// that holds HEAD with objects and refs (or commondir) for a repository, a
+// bare one, and reads its configuration: its core.pager runs as soon as git
+// writes to a terminal there. A workspace that makes such a directory
+// (src/HEAD, src/objects, src/refs, src/config beside the project's own
+// files), or changes what git reads as configuration in one the source has,
+// would choose what host git runs there. It returns why the workspace change at
+// p may not be synced, or ""; isGit memoizes gitDirIn over the proposed tree.
+func (pl *plan) bareRisk(p string, isGit map[string]bool) string {
+	for d := parentOf(p); ; d = parentOf(d) {
+		if !underDotGit(d) && pl.proposedGitDir(d, isGit) {
+			rest := p
+			if d != "" {
+				rest = strings.TrimPrefix(p, d+"/")
+			}
+			first := strings.SplitN(rest, "/", 2)[0]
+			if !gitDirIn(d, pl.base.get) {
+				return "the workspace makes " + displayRoot(d) + " a git repository (HEAD with objects and refs): git run there or below on the host would use its configuration and hooks"
+			}
+			if rest != "info/exclude" && !gitDataNames[first] {
+				return "the workspace changes " + p + " in the git repository " + displayRoot(d) + ", which git on the host reads as configuration or runs; undo it in the workspace, or copy it to the host by hand if you trust it"
+			}
+		}
+		if d == "" {
+			return ""
+		}
+	}
+}
+
+func (pl *plan) proposedGitDir(d string, isGit map[string]bool) bool {
+	is, ok := isGit[d]
+	if !ok {
+		is = gitDirIn(d, pl.proposed)
+		isGit[d] = is
+	}
+	return is
+}
+
+// gitDirIn reports whether directory d of a tree (entries by at) is what git
+// takes for a git directory: HEAD, and objects and refs, or commondir. A link
+// counts where git would follow it.
+func gitDirIn(d string, at func(string) (entry, bool)) bool {
+	has := func(name string, dir bool) bool {
+		e, ok := at(joinRel(d, name))
+		return ok && (e.typ == unix.S_IFLNK || e.isDir() == dir)
+	}
+	return has("HEAD", false) && (has("commondir", false) || has("objects", true) && has("refs", true))
+}
+
+// underDotGit reports whether d is a .git directory or inside one, which
+// gitRisk judges.
+func underDotGit(d string) bool {
+	return slices.Contains(strings.Split(d, "/"), ".git")
 }

@@ -225,6 +225,7 @@ func (pl *plan) findConflicts() {
 				"removing directory %s would delete excluded path %s on the host; excluded paths are protected", ch.Path, e)})
 		}
 	}
+	isGit := map[string]bool{}
 	for p, wa := range pl.ws {
 		w, ok := pl.work.get(p)
 		typ := uint32(0)
@@ -232,6 +233,10 @@ func (pl *plan) findConflicts() {
 			typ = w.typ
 		}
 		if reason := gitRisk(p, typ); reason != "" {
+			add(Conflict{Path: p, Workspace: wa, Reason: reason})
+			continue
+		}
+		if reason := pl.bareRisk(p, isGit); reason != "" {
 			add(Conflict{Path: p, Workspace: wa, Reason: reason})
 			continue
 		}

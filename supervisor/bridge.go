@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/nofollow"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/worker/proto"
 )
@@ -113,7 +114,9 @@ func (b *bridge) locate(ctx context.Context, op, p string) (*policy.Mount, *os.R
 		host := m.Host
 		mount := m.Sandbox
 		r, err = hostOp(ctx, func() (*os.Root, error) {
-			r, err := os.OpenRoot(host)
+			// Opened at first use, perhaps long after the call's hostPath was
+			// checked canonical: a link swapped in on its path since is refused.
+			r, err := nofollow.OpenRoot(host)
 			if err != nil {
 				return nil, err
 			}

@@ -418,7 +418,9 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 // system directories and devices, no network. Idle launchers prepare for it.
 func basePolicy() *policy.Sandbox {
 	sys := systemPaths()
-	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices, Links: sys.readOnlyLinks}
+	// Every path is canonical: system paths resolved here, mounts and workspaces
+	// checked by validation, scratch dirs resolved when made.
+	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices, Links: sys.readOnlyLinks, NoFollow: true}
 }
 
 // What ordinary tools need to start. /etc is an allowlist of its own: the loader
