@@ -43,6 +43,7 @@ const (
 	tagStdin    = 13
 	tagTerminal = 14
 	tagNproc    = 15
+	tagIPC      = 16
 )
 
 // Tags of policy.Command.
@@ -178,6 +179,7 @@ func (e *encoder) message(m *message) {
 	e.flag(tagStdin, m.Stdin)
 	e.flag(tagTerminal, m.Terminal)
 	e.int(tagNproc, m.Nproc)
+	e.int64(tagIPC, m.IPC)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)
@@ -363,6 +365,8 @@ func (d *decoder) message(m *message) error {
 			m.Terminal = true
 		case tagNproc:
 			m.Nproc, err = d.int()
+		case tagIPC:
+			m.IPC, err = d.int64()
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:

@@ -84,6 +84,9 @@ func (t *Tree) ForksRefused() int { return 0 }
 // Shmem returns 0.
 func (t *Tree) Shmem() int64 { return 0 }
 
+// IPC is 0: no IPC namespace here.
+func (t *Tree) IPC() int64 { return 0 }
+
 // MemoryCgroup: none here.
 func (t *Tree) MemoryCgroup() bool { return false }
 

@@ -106,6 +106,7 @@ func launch() int {
 		fwd.serve(st.net)
 	}
 	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
+	stopIPC := watchIPC(status)
 	ctl := os.NewFile(ctlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
 	// else, EOF (Kill closed it, or the supervisor died) or an error on the
@@ -133,6 +134,7 @@ func launch() int {
 	}()
 	ws := reap(cmd, requestStop)
 	close(empty)
+	stopIPC() // its frames are not written after the exit frame
 	msg := &message{Type: msgExit, Lookups: fwd.names(), Usage: treeUsage()}
 	switch {
 	case ws.Exited():

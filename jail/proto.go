@@ -30,6 +30,8 @@ import (
 //	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit;
 //	                                               C exits, M: OOM score -1000, reap
 //	        ...command runs, writes straight into out and err...
+//	  status pipe        ◀── {ipc, bytes} ──────── when its System V memory changes
+//	                                               (in an IPC namespace of its own)
 //	  Signal: ctl ── {signal, SIGINT} ───────────▶ kill(-command's pgrp), while the
 //	                                               command is not reaped
 //	  Kill: close ctl    ── EOF ─────────────────▶ kill request (also SIGTERM/INT/HUP,
@@ -52,6 +54,9 @@ const (
 	msgSpawnError = "spawn_error"
 	msgError      = "error"
 	msgExit       = "exit"
+	// msgIPC tells, while the command runs, the memory its IPC namespace's
+	// System V objects hold (IPC; see ipcwatch_linux.go).
+	msgIPC = "ipc"
 	// msgSignal asks a running launcher to signal its command's process group
 	// (Signal names the signal: one of signalable).
 	msgSignal = "signal"
@@ -86,6 +91,9 @@ type message struct {
 	Signal  string
 	Error   string
 	Kind    string
+	// IPC is, in an ipc frame, the bytes the System V objects of the
+	// command's IPC namespace hold.
+	IPC int64
 	// Usage is, in an exit frame, what the kernel accounted of the reaped tree.
 	Usage *policy.Usage
 

@@ -51,6 +51,9 @@ type Tree struct {
 	nproc bool
 	// nprocLimit is the RLIMIT_NPROC the launcher reported it set.
 	nprocLimit atomic.Int64
+	// ipc is the memory of the System V objects of the launcher's IPC
+	// namespace, as it last reported (ipcwatch_linux.go).
+	ipc atomic.Int64
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -402,6 +405,8 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
+		case msgIPC:
+			t.ipc.Store(m.IPC)
 		case msgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:

@@ -49,6 +49,17 @@ func (t *Tree) KernelProcessLimit() bool { return t.cmdcg != nil && t.cmdcg.pids
 // per-process write accounting misses. Safe to call at any time.
 func (t *Tree) Shmem() int64 { return t.cgroup.shmem() }
 
+// IPC is the memory the System V objects of the tree's IPC namespace hold, as
+// its launcher last reported it (ipcwatch_linux.go), where no memory cgroup
+// charges them to the tree (0 with one, which the kernel holds to its limit).
+// Safe to call at any time.
+func (t *Tree) IPC() int64 {
+	if t.cgroup != nil {
+		return 0
+	}
+	return t.ipc.Load()
+}
+
 // Usage is what the kernel accounted of the tree once it was gone: the
 // launcher's figures of every process it reaped (see treeUsage), with the tmpfs
 // bytes its memory cgroup held, the peak of its pids cgroup and the CPU time its

@@ -91,6 +91,9 @@ type Kernel interface {
 	// Shmem is the bytes of tmpfs the tree holds (writes that per-process
 	// accounting misses).
 	Shmem() int64
+	// IPC is the memory the tree's System V objects hold that no process
+	// maps and nothing else counts (0: none, or a memory cgroup counts it).
+	IPC() int64
 	// ProcessCeiling is, where ForksRefused is -1, the most processes and
 	// threads the tree can have now (0: unknown).
 	ProcessCeiling() int
@@ -159,6 +162,7 @@ func (w *Watch) tick() {
 	}
 	if k := w.opts.Kernel; k != nil {
 		s.written += k.Shmem()
+		s.rss += k.IPC()
 		s.cpu = max(s.cpu, kernelCPU(k))
 	}
 	b, over := w.check(s)

@@ -79,6 +79,7 @@ func (k *fakeKernel) KernelProcessLimit() bool { return true }
 func (k *fakeKernel) ForksRefused() int        { return int(k.refused.Load()) }
 func (k *fakeKernel) Shmem() int64             { return 0 }
 func (k *fakeKernel) ProcessCeiling() int      { return 10 }
+func (k *fakeKernel) IPC() int64               { return 0 }
 
 // TestWatchdogKernelRefusals: where the kernel holds the tree to its limit, the
 // call ends on refused forks (as many as the limit, 8 to 64), not on the
