@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Red-team tests of the process, kernel-interface and network promises of
@@ -102,5 +104,75 @@ func TestRedteamSysVMemory(t *testing.T) {
 		if isErr || o.code() != 0 || !strings.HasSuffix(o.Stdout, "survived\n") || strings.Contains(o.Stdout, "held 0 MB") {
 			t.Errorf("%s: 8 MB under memoryMb 64: %+v (tool error %v)", kind, o, isErr)
 		}
+	}
+}
+
+// secretHold forks N processes that each map MB of a memfd_secret (secret) or
+// memfd_create (memfd) file and touch it, then sleep SECS. It prints what
+// failed, or "held" once every child holds its share.
+const secretHold = `#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* secrethold KIND N MB SECS */
+int main(int argc, char **argv) {
+	int n = atoi(argv[2]), secs = atoi(argv[4]), pipefd[2];
+	long size = atol(argv[3]) << 20;
+	if (pipe(pipefd)) return 2;
+	for (int i = 0; i < n; i++) {
+		if (fork() == 0) {
+			int fd = strcmp(argv[1], "secret") ? memfd_create("m", 0) : syscall(447, 0);
+			if (fd < 0) { printf("%s: %s\n", argv[1], strerror(errno)); fflush(stdout); _exit(1); }
+			if (ftruncate(fd, size)) { perror("ftruncate"); _exit(1); }
+			char *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (p == MAP_FAILED) { perror("mmap"); _exit(1); }
+			memset(p, 1, size);
+			write(pipefd[1], "x", 1);
+			sleep(secs);
+			_exit(0);
+		}
+	}
+	close(pipefd[1]);
+	char c;
+	int held = 0;
+	while (read(pipefd[0], &c, 1) == 1) held++;
+	while (wait(0) > 0) {}
+	if (held == n) printf("held\n");
+	return held == n ? 0 : 1;
+}
+`
+
+// TestRedteamSecretMemory: memfd_secret's pages are in no count of anonymous
+// or shared memory (/proc shows them as file pages), so 16 processes held 128
+// MB under memoryMb 64 where no memory cgroup counts them. memfd_secret is
+// unavailable to commands (ENOSYS, as on a kernel without it); the same
+// memory in ordinary memfds is held to memoryMb, and under it runs.
+func TestRedteamSecretMemory(t *testing.T) {
+	requireSandbox(t)
+	if fd, _, e := unix.Syscall(unix.SYS_MEMFD_SECRET, 0, 0, 0); e != 0 {
+		t.Skipf("this kernel offers no memfd_secret (%v): nothing to attack", e)
+	} else {
+		unix.Close(int(fd))
+	}
+	dir := cProgram(t, "secrethold", secretHold)
+	s := start(t)
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}
+	run := func(kind, n, mb string) (execOut, bool) {
+		return s.exec(map[string]any{"command": []string{"/mnt/c/secrethold", kind, n, mb, "3"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
+	}
+	if o, isErr := run("secret", "16", "8"); isErr || !strings.Contains(o.Stdout, "secret: Function not implemented") || strings.Contains(o.Stdout, "held") {
+		t.Errorf("memfd_secret: want ENOSYS, got %+v (tool error %v)", o, isErr)
+	}
+	if o, isErr := run("memfd", "16", "8"); !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
+		t.Errorf("128 MB of memfds under memoryMb 64: want a memory kill, got %+v (tool error %v)", o, isErr)
+	}
+	if o, isErr := run("memfd", "2", "8"); isErr || o.code() != 0 || o.Stdout != "held\n" {
+		t.Errorf("16 MB of memfds under memoryMb 64: %+v (tool error %v)", o, isErr)
 	}
 }

@@ -56,6 +56,16 @@ var Denied = []string{
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 }
 
+// Unavailable are the system calls that fail with ENOSYS, as on a kernel
+// built without them. memfd_secret's pages are mapped into no page table the
+// kernel reports as anonymous or shared memory (they are RssFile in
+// /proc/<pid>/status), so without a memory cgroup the RSS watchdog did not
+// see them: 16 processes held 128 MB under memoryMb 64, and RLIMIT_MEMLOCK
+// (8 MB a process) times maxProcesses bounds them, not memoryMb. Programs
+// that use it for keys fall back to ordinary memory, as where it is off (the
+// default before Linux 6.5).
+var Unavailable = []string{"memfd_secret"}
+
 // Argument values the filter looks at. The kernel reads clone's flags, ioctl's
 // request, personality's persona and socket's domain as 32-bit values (or, for
 // clone, only the low word holds namespace flags), so comparing the low word
@@ -171,6 +181,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		add(name, labelEPERM)
 	}
 	add("clone3", labelENOSYS)
+	for _, name := range Unavailable {
+		add(name, labelENOSYS)
+	}
 	add("fallocate", labelEOPNOTSUPP)
 	add("clone", "clone")
 	add("ioctl", "ioctl")

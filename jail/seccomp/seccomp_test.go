@@ -107,6 +107,7 @@ func sandboxCalls(a *Arch, allowNetwork bool) []call {
 		call{name: "clone", args: []uint64{threadFlags}, want: allow},
 		call{name: "clone", args: []uint64{vforkFlags}, want: allow},
 		call{name: "clone3", want: enosys},
+		call{name: "memfd_secret", want: enosys},
 		call{name: "fallocate", want: eopnotsupp},
 		call{name: "fallocate", args: []uint64{3, 1, 0, 1 << 40}, want: eopnotsupp}, // FALLOC_FL_KEEP_SIZE
 		call{name: "ioctl", args: []uint64{0, TIOCSTI}, want: eperm},
@@ -291,7 +292,7 @@ func everyNumber(a *Arch, allowNetwork bool) []call {
 			want[nr] = eperm
 		}
 	}
-	for _, name := range append([]string{"clone3"}, NoPidfdOpen...) {
+	for _, name := range append(append([]string{"clone3"}, NoPidfdOpen...), Unavailable...) {
 		nr, _ := a.Nr(name)
 		want[nr] = enosys
 	}
