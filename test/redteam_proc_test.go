@@ -176,3 +176,46 @@ func TestRedteamSecretMemory(t *testing.T) {
 		t.Errorf("16 MB of memfds under memoryMb 64: %+v (tool error %v)", o, isErr)
 	}
 }
+
+// pteHold makes the kernel hold MB of page tables for it and no page of its
+// own: it reads one byte of every 2 MB of a mapping, which maps the zero page
+// and needs a 4 KB table for each 2 MB. It prints its figures, then sleeps.
+const pteHold = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+/* ptehold MB SECS */
+int main(int argc, char **argv) {
+	long tables = atol(argv[1]) << 8;
+	char *p = mmap(0, tables << 21, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) { perror("mmap"); return 1; }
+	volatile char sum = 0;
+	for (long i = 0; i < tables; i++) sum += p[i << 21];
+	printf("tables held\n");
+	fflush(stdout);
+	sleep(atoi(argv[2]));
+	printf("survived\n");
+	return 0;
+}
+`
+
+// TestRedteamPageTables: page tables are kernel memory a process holds, in no
+// Rss line of its /proc status: 256 MB of them, mapping only the zero page,
+// ran to its end under memoryMb 64 where no memory cgroup counts them. Past
+// memoryMb they end the call as a memory kill; 16 MB of them run.
+func TestRedteamPageTables(t *testing.T) {
+	requireSandbox(t)
+	dir := cProgram(t, "ptehold", pteHold)
+	s := start(t)
+	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}
+	o, isErr := s.exec(map[string]any{"command": []string{"/mnt/c/ptehold", "256", "5"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
+	if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
+		t.Errorf("256 MB of page tables under memoryMb 64: want a memory kill, got %+v (tool error %v)", o, isErr)
+	}
+	o, isErr = s.exec(map[string]any{"command": []string{"/mnt/c/ptehold", "16", "0"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
+	if isErr || o.code() != 0 || o.Stdout != "tables held\nsurvived\n" {
+		t.Errorf("16 MB of page tables under memoryMb 64: %+v (tool error %v)", o, isErr)
+	}
+}
