@@ -38,6 +38,22 @@ func cProgram(t *testing.T, name, src string) string {
 	return dir
 }
 
+// run64 runs the program dir/argv[0] (mounted read-only at /mnt/c) under
+// memoryMb 64.
+func run64(s *session, dir string, argv ...string) (execOut, bool) {
+	argv[0] = "/mnt/c/" + argv[0]
+	return s.exec(map[string]any{"command": argv, "memoryMb": 64, "timeoutMs": 30000,
+		"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}})
+}
+
+// wantMemoryKill checks that a call ended as a memory kill.
+func wantMemoryKill(t *testing.T, what string, o execOut, isErr bool) {
+	t.Helper()
+	if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
+		t.Errorf("%s under memoryMb 64: want a memory kill, got %+v (tool error %v)", what, o, isErr)
+	}
+}
+
 // sysvHold holds memory in System V objects of one kind, which no process maps:
 // shm (segments filled and detached), sem (semaphore arrays) or msg (queued
 // messages). It prints how much it holds, then sleeps.
@@ -94,13 +110,10 @@ func TestRedteamSysVMemory(t *testing.T) {
 	}
 	dir := cProgram(t, "sysvhold", sysvHold)
 	s := start(t)
-	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}
 	for _, kind := range []string{"shm", "sem", "msg"} {
-		o, isErr := s.exec(map[string]any{"command": []string{"/mnt/c/sysvhold", kind, "256", "5"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
-		if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
-			t.Errorf("%s: 256 MB under memoryMb 64: want a memory kill, got %+v (tool error %v)", kind, o, isErr)
-		}
-		o, isErr = s.exec(map[string]any{"command": []string{"/mnt/c/sysvhold", kind, "8", "0"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
+		o, isErr := run64(s, dir, "sysvhold", kind, "256", "5")
+		wantMemoryKill(t, kind+": 256 MB", o, isErr)
+		o, isErr = run64(s, dir, "sysvhold", kind, "8", "0")
 		if isErr || o.code() != 0 || !strings.HasSuffix(o.Stdout, "survived\n") || strings.Contains(o.Stdout, "held 0 MB") {
 			t.Errorf("%s: 8 MB under memoryMb 64: %+v (tool error %v)", kind, o, isErr)
 		}
@@ -162,16 +175,12 @@ func TestRedteamSecretMemory(t *testing.T) {
 	}
 	dir := cProgram(t, "secrethold", secretHold)
 	s := start(t)
-	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}
-	run := func(kind, n, mb string) (execOut, bool) {
-		return s.exec(map[string]any{"command": []string{"/mnt/c/secrethold", kind, n, mb, "3"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
-	}
+	run := func(kind, n, mb string) (execOut, bool) { return run64(s, dir, "secrethold", kind, n, mb, "3") }
 	if o, isErr := run("secret", "16", "8"); isErr || !strings.Contains(o.Stdout, "secret: Function not implemented") || strings.Contains(o.Stdout, "held") {
 		t.Errorf("memfd_secret: want ENOSYS, got %+v (tool error %v)", o, isErr)
 	}
-	if o, isErr := run("memfd", "16", "8"); !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
-		t.Errorf("128 MB of memfds under memoryMb 64: want a memory kill, got %+v (tool error %v)", o, isErr)
-	}
+	o, isErr := run("memfd", "16", "8")
+	wantMemoryKill(t, "128 MB of memfds", o, isErr)
 	if o, isErr := run("memfd", "2", "8"); isErr || o.code() != 0 || o.Stdout != "held\n" {
 		t.Errorf("16 MB of memfds under memoryMb 64: %+v (tool error %v)", o, isErr)
 	}
@@ -209,12 +218,9 @@ func TestRedteamPageTables(t *testing.T) {
 	requireSandbox(t)
 	dir := cProgram(t, "ptehold", pteHold)
 	s := start(t)
-	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/c", "mode": "ro"}}
-	o, isErr := s.exec(map[string]any{"command": []string{"/mnt/c/ptehold", "256", "5"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
-	if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
-		t.Errorf("256 MB of page tables under memoryMb 64: want a memory kill, got %+v (tool error %v)", o, isErr)
-	}
-	o, isErr = s.exec(map[string]any{"command": []string{"/mnt/c/ptehold", "16", "0"}, "memoryMb": 64, "timeoutMs": 30000, "mounts": mounts})
+	o, isErr := run64(s, dir, "ptehold", "256", "5")
+	wantMemoryKill(t, "256 MB of page tables", o, isErr)
+	o, isErr = run64(s, dir, "ptehold", "16", "0")
 	if isErr || o.code() != 0 || o.Stdout != "tables held\nsurvived\n" {
 		t.Errorf("16 MB of page tables under memoryMb 64: %+v (tool error %v)", o, isErr)
 	}
