@@ -3,6 +3,7 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,5 +224,27 @@ func TestRedteamPageTables(t *testing.T) {
 	o, isErr = run64(s, dir, "ptehold", "16", "0")
 	if isErr || o.code() != 0 || o.Stdout != "tables held\nsurvived\n" {
 		t.Errorf("16 MB of page tables under memoryMb 64: %+v (tool error %v)", o, isErr)
+	}
+}
+
+// TestRedteamHiddenWriter: a program its user cannot read (mode 0111) runs
+// not dumpable, and an ordinary user's watchdog could not read its bytes
+// written, nor those of the children it reaps: a shell copied and made
+// execute-only wrote 360 MB in children of 60 MB under maxWriteMb 64. Such a
+// tree ends the call at the disk limit (as root, which reads them, by its
+// count); the same shell, readable, writing 8 MB runs.
+func TestRedteamHiddenWriter(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	script := func(mode string, files int, size string) []string {
+		return bash(fmt.Sprintf(`cp /bin/bash "$HOME/sh" && chmod %s "$HOME/sh" && "$HOME/sh" -c 'for i in $(seq %d); do head -c %s /dev/zero > "$HOME/f$i"; done; echo survived'`, mode, files, size))
+	}
+	o, isErr := s.exec(map[string]any{"command": script("111", 6, "60M"), "maxWriteMb": 64, "timeoutMs": 30000})
+	if !isErr || !o.Killed || !strings.HasPrefix(o.Stderr, "disk limit exceeded") || strings.Contains(o.Stdout, "survived") {
+		t.Errorf("an execute-only shell's children writing 360 MB under maxWriteMb 64: want a disk limit kill, got %+v (tool error %v)", o, isErr)
+	}
+	o, isErr = s.exec(map[string]any{"command": script("755", 1, "8M"), "maxWriteMb": 64, "timeoutMs": 30000})
+	if isErr || o.code() != 0 || o.Stdout != "survived\n" {
+		t.Errorf("a readable shell writing 8 MB under maxWriteMb 64: %+v (tool error %v)", o, isErr)
 	}
 }

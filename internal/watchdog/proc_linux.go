@@ -50,13 +50,21 @@ func measure(root int, m how) sample {
 		}
 		reaped := st.cutime + st.cstime
 		var w int64
+		var denied bool
 		if writes {
-			w = readWritten(pid, buf)
+			w, denied = readWritten(pid, buf)
 			s.written += w
 		}
 		ignoresCHLD := false
 		if !(excludeRoot && pid == root) {
 			status := readFile("/proc/"+strconv.Itoa(pid)+"/status", buf)
+			// A process that has exited (it has no memory: no VmSize) shows
+			// its /proc files as root's until it is reaped; one that still
+			// has its memory and hides its bytes written is not dumpable.
+			if denied && s.hidden == 0 && procfs.LineValue(status, "VmSize:") > 0 {
+				s.hidden = pid
+				s.hiddenName = statusName(status)
+			}
 			ignoresCHLD = ignoresSIGCHLD(status)
 			s.rss += procfs.Resident(status)
 			if memfds {
@@ -149,10 +157,23 @@ func readStat(pid int, buf []byte) (stat, bool) {
 }
 
 // readWritten is a process's write_bytes less its cancelled_write_bytes (its
-// reaped children's included), 0 when unreadable (a launcher that is not
-// dumpable, read without CAP_SYS_PTRACE).
-func readWritten(pid int, buf []byte) int64 {
-	return procfs.Written(readFile("/proc/"+strconv.Itoa(pid)+"/io", buf))
+// reaped children's included), 0 when unreadable. denied says the kernel
+// refused to show them (EACCES): a launcher that is not dumpable, read
+// without CAP_SYS_PTRACE, or a process that runs a program its user cannot
+// read (mode 0111), which the kernel makes not dumpable: what it writes, and
+// what its reaped children wrote, are then hidden from the watchdog (see
+// sample.hidden).
+func readWritten(pid int, buf []byte) (written int64, denied bool) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/io", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err == unix.EACCES
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n <= 0 {
+		return 0, err == unix.EACCES
+	}
+	return procfs.Written(buf[:n]), false
 }
 
 // readFile reads a small /proc file into buf (nil when unreadable).
@@ -167,6 +188,13 @@ func readFile(path string, buf []byte) []byte {
 		return nil
 	}
 	return buf[:n]
+}
+
+// statusName is the Name of a /proc/<pid>/status (its first line).
+func statusName(status []byte) string {
+	line, _, _ := bytes.Cut(status, []byte("\n"))
+	name, _ := bytes.CutPrefix(line, []byte("Name:"))
+	return string(bytes.TrimSpace(name))
 }
 
 // ignoresSIGCHLD reports whether the SigIgn mask of a /proc/<pid>/status has

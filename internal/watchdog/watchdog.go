@@ -62,6 +62,10 @@ type Breach struct {
 	// Held: the tree stayed at its limit for CeilingHold, where the kernel
 	// refuses forks past it without counting them.
 	Held bool
+	// Hidden is, for a Disk breach, the process whose bytes written the
+	// kernel would not show (see sample.hidden).
+	Hidden     int
+	HiddenName string
 }
 
 // CeilingHold is how long a tree may stay at its process ceiling (the most
@@ -217,6 +221,8 @@ func (w *Watch) check(s sample) (Breach, bool) {
 		return Breach{Kind: Processes, Value: int64(s.tasks)}, true
 	}
 	switch {
+	case l.Written >= 0 && s.hidden != 0:
+		return Breach{Kind: Disk, Hidden: s.hidden, HiddenName: s.hiddenName}, true
 	case l.Written >= 0 && s.written > l.Written:
 		return Breach{Kind: Disk, Value: s.written}, true
 	case l.CPU > 0 && s.cpu > l.CPU:
@@ -242,6 +248,14 @@ type sample struct {
 	tasks   int
 	cpu     time.Duration
 	written int64
+	// hidden is a process of the tree (not the root) whose bytes written the
+	// kernel would not show (0: none). Such a process runs a program its user
+	// cannot read (the kernel makes it not dumpable, as the sandbox refuses
+	// PR_SET_DUMPABLE 0), and hides from an ordinary user's watchdog what it
+	// and the children it reaps write: it ends the call, as a limit that can
+	// no longer be held.
+	hidden     int
+	hiddenName string // its command name
 }
 
 // Names are what a caller calls the limits in its texts: the tools' parameters
@@ -266,6 +280,9 @@ func (b Breach) Reason(l Limits, n Names) string {
 		}
 		return fmt.Sprintf("process limit exceeded (%d processes and threads > %s %d; watchdog)", b.Value, n.Processes, l.Processes)
 	case Disk:
+		if b.Hidden != 0 {
+			return fmt.Sprintf("disk limit exceeded (%s cannot be held: process %d (%q) runs a program its user cannot read, which hides what it writes; watchdog)", n.Written, b.Hidden, b.HiddenName)
+		}
 		return fmt.Sprintf("disk limit exceeded (%.1f MB written > %s %d; watchdog)", float64(b.Value)/(1<<20), n.Written, l.Written>>20)
 	case CPU:
 		return fmt.Sprintf("cpu limit exceeded (%d ms CPU > %s %d; watchdog)", b.CPU.Milliseconds(), n.CPU, l.CPU.Milliseconds())
