@@ -137,7 +137,7 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("memory cgroup", statusOK, "a hard kernel limit per command", "")
 	} else {
 		r.add("memory cgroup", statusInfo, "none (needs root or a delegated cgroup)",
-			"memoryMb is enforced by the RSS watchdog alone, which counts resident memory and the memfds a command holds open, not memfds it mapped and closed or sent through a socket, nor data queued in sockets (bounded by maxOpenFiles x 2 x net.core.wmem_max)")
+			"memoryMb is enforced by the RSS watchdog alone, which counts resident memory, page tables, the memfds a command holds open and the System V objects of its IPC namespace, not memfds it mapped and closed or sent through a socket, nor data queued in sockets and pipes (bounded by maxOpenFiles x 2 x net.core.wmem_max for each process), nor files it writes to a tmpfs")
 	}
 	if iso.OOMPinned {
 		r.add("oom score", statusOK, "commands 1000 (pinned), launchers -1000", "the OOM killer takes a command's processes, never its launcher")
