@@ -376,3 +376,68 @@ func TestSandboxFilterIsShallow(t *testing.T) {
 		t.Errorf("longest path through the filter is %d instructions, want at most 18", longest[0])
 	}
 }
+
+// TestGuardUnix: with GuardUnix, unix stream and seqpacket sockets and pairs
+// are allowed whatever the network, datagram ones refused, and every connect
+// goes to the listener; the rest is as without the option.
+func TestGuardUnix(t *testing.T) {
+	const nonblockCloexec = 0x800 | 0x80000
+	for _, a := range []*Arch{AMD64, ARM64} {
+		for _, o := range []Options{
+			{GuardUnix: true, Loopback: true},
+			{GuardUnix: true, AllowNetwork: true},
+			{GuardUnix: true, AllowNetwork: true, PrivateNetwork: true},
+		} {
+			raw, err := Sandbox(a, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := []call{
+				{name: "connect", want: RetUserNotify},
+				{name: "connect", args: []uint64{3, 0, 110}, want: RetUserNotify},
+			}
+			for _, sys := range []string{"socket", "socketpair"} {
+				calls = append(calls,
+					call{name: sys, args: []uint64{AFUnix, SockStream}, want: allow},
+					call{name: sys, args: []uint64{AFUnix, SockStream | nonblockCloexec}, want: allow},
+					call{name: sys, args: []uint64{1<<32 | AFUnix, SockSeqpacket}, want: allow},
+					call{name: sys, args: []uint64{AFUnix, SockDgram}, want: eperm},
+					call{name: sys, args: []uint64{AFUnix, SockDgram | nonblockCloexec}, want: eperm},
+					call{name: sys, args: []uint64{AFUnix, 1<<32 | SockDgram}, want: eperm},
+					call{name: sys, args: []uint64{AFUnix, SockRaw}, want: eperm},
+					call{name: sys, args: []uint64{AFUnix, SockRDM}, want: eperm},
+					call{name: sys, args: []uint64{AFUnix, SockPacket}, want: eperm},
+				)
+			}
+			if !o.AllowNetwork {
+				calls = append(calls,
+					call{name: "socketpair", args: []uint64{AFInet, SockStream}, want: eafnosupport},
+					call{name: "socket", args: []uint64{AFInet, SockStream}, want: allow})
+			} else {
+				calls = append(calls, call{name: "socketpair", args: []uint64{AFInet, SockStream}, want: allow})
+			}
+			t.Run(fmt.Sprintf("%s/%+v", a.Name, o), func(t *testing.T) { run(t, raw, a, calls) })
+		}
+	}
+}
+
+// TestLoopbackNetlink: in a namespace with loopback alone, netlink sockets
+// for routing and socket diagnostics are allowed, no other netlink family.
+func TestLoopbackNetlink(t *testing.T) {
+	for _, a := range []*Arch{AMD64, ARM64} {
+		raw, err := Sandbox(a, Options{Loopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, raw, a, []call{
+			{name: "socket", args: []uint64{AFNetlink, 3, NetlinkRoute}, want: allow},
+			{name: "socket", args: []uint64{AFNetlink, 3, NetlinkSockDiag}, want: allow},
+			{name: "socket", args: []uint64{AFNetlink, 3, 15}, want: eafnosupport}, // NETLINK_KOBJECT_UEVENT
+			{name: "socket", args: []uint64{AFNetlink, 3, 9}, want: eafnosupport},  // NETLINK_AUDIT
+			{name: "socket", args: []uint64{AFNetlink, 3, 1<<32 | 9}, want: eafnosupport},
+			{name: "socket", args: []uint64{AFInet6, SockStream}, want: allow},
+			{name: "socket", args: []uint64{17, 3}, want: eafnosupport}, // AF_PACKET
+			{name: "socket", args: []uint64{AFUnix, SockStream}, want: eperm},
+		})
+	}
+}
