@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -24,46 +25,64 @@ import (
 // Everything that can fail harmlessly (Check, opening the paths, building the
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
-func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, false, false) }
+func RestrictThread(p *policy.Sandbox) error {
+	_, err := restrictThread(p, nil, false, false)
+	return err
+}
 
 // restrictThread is RestrictThread with what a pooled launcher prepared (nil:
-// nothing); privateRoot says the thread's root holds only p's paths (see
-// privateRoot), so datagram socket pairs can reach no host socket; loopback
-// that it is in a network namespace of its own with loopback alone, where a
-// command without network may use TCP and UDP sockets (they reach nothing
-// outside it).
-func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) error {
+// nothing); privateRoot says the thread's root holds only p's paths and /proc
+// is its pid namespace's (see privateRoot): its unix sockets are then its own,
+// guarded (see unixGuard), and restrictThread returns the guard's seccomp
+// listener, else -1; loopback says it is in a network namespace of its own
+// with loopback alone, where a command without network may use TCP and UDP
+// sockets (they reach nothing outside it).
+func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) (int, error) {
 	st := Probe()
 	if err := st.Check(p); err != nil {
-		return err
+		return -1, err
 	}
 	loopback = loopback && !p.AllowNetwork
-	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
+	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: privateRoot}
+	filter, err := sandboxFilter(o)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	defer unix.Close(ruleset)
 
 	if err := dropUID(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := dropCapabilities(pr.isBounded()); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+		return -1, fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
 	}
 	if err := landlockRestrict(ruleset); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if _, err := loadFilter(filter, 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	if !o.GuardUnix {
+		if _, err := loadFilter(filter, 0); err != nil {
+			return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
+		}
+		return -1, nil
 	}
-	return nil
+	// Once the guard has taken a connect, its caller waits for the answer
+	// through any signal but a fatal one (Linux 5.19): the connect done on
+	// its behalf is not repeated by a restarted call.
+	listener, err := loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if errors.Is(err, unix.EINVAL) {
+		listener, err = loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("%w: a seccomp filter with a listener for the unix socket guard: %w", ErrSandbox, err)
+	}
+	return listener, nil
 }
 
 // sandboxFilter returns the seccomp filter RestrictThread loads for o, built
@@ -71,7 +90,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool)
 // spec).
 func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
-		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork}
+		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix}
 	}
 	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
 	return f.(func() ([]unix.SockFilter, error))()

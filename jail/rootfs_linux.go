@@ -77,6 +77,10 @@ type privateRoot struct {
 	watch   int
 	watched map[string]bool
 	sealed  bool
+	// placed are the files made for the call (rootfiles_linux.go) at the paths
+	// the command reads them by; identity says passwd and group are made.
+	placed   []string
+	identity bool
 }
 
 // nameKind is a path as a policy names it, with how it is to be bound.
@@ -179,23 +183,6 @@ func (r *privateRoot) abandon(why error) error {
 	return fmt.Errorf("%w: %w", errRootSetup, why)
 }
 
-// devLinks makes /dev with the links that shells and tools expect there
-// (process substitution, `> /dev/stderr`); they lead into /proc/self, which
-// is the command's own.
-func (r *privateRoot) devLinks() error {
-	if err := unix.Mkdir("/dev", 0o755); err != nil {
-		return fmt.Errorf("mkdir /dev: %w", err)
-	}
-	for name, target := range map[string]string{
-		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
-	} {
-		if err := unix.Symlink(target, "/dev/"+name); err != nil {
-			return fmt.Errorf("symlink /dev/%s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // addPolicy binds every path of p not bound yet, outer paths before the paths
 // inside them (so that an inner bind is not covered by an outer one), and makes
 // its Links. A link to a path p does not allow is made, but leads nowhere.
@@ -233,9 +220,11 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 		}
 	}
 	if !tmpDone {
-		return r.bindTmp(p)
+		if err := r.bindTmp(p); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.identityFiles() // rootfiles_linux.go
 }
 
 // maxLinks bounds the symlinks followed for one path, as the kernel does.
@@ -332,6 +321,9 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	case "/proc":
 		r.bound[p] = kind
 		return mountProc()
+	}
+	if kind == bindDevice && strings.HasPrefix(p, "/dev/pts/") {
+		return r.bindAt(p, terminalPath, kind) // rootdev_linux.go
 	}
 	return r.bindAt(p, p, kind)
 }
@@ -505,6 +497,7 @@ func (r *privateRoot) reset() error {
 		return fmt.Errorf("rmdir %s: %w", prev, err)
 	}
 	r.bound, r.asked, r.binds, r.links = map[string]bindKind{}, map[nameKind]bool{}, nil, nil
+	r.placed, r.identity = nil, false
 	if r.watch >= 0 {
 		unix.Close(r.watch)
 	}
@@ -582,33 +575,6 @@ func mkdirAll(p string) error {
 	}
 	if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("mkdir %s: %w", p, err)
-	}
-	return nil
-}
-
-// netFileNames are the files netFiles writes.
-var netFileNames = []string{"/etc/hosts", "/etc/resolv.conf"}
-
-// netFiles gives a command in a private network the name service it has:
-// localhost, and a resolver at 127.0.0.1 that refuses every query (names
-// resolve at the proxy). Where the host's files are bound (a mount of /etc),
-// they stay.
-func (r *privateRoot) netFiles() error {
-	for i, content := range []string{
-		"127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
-		"# autobox: no DNS inside; names resolve at the proxy (HTTP_PROXY, ALL_PROXY)\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-	} {
-		name := netFileNames[i]
-		var st unix.Stat_t
-		if unix.Lstat(name, &st) == nil {
-			continue
-		}
-		if err := mkdirAll(path.Dir(name)); err != nil {
-			return err
-		}
-		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
 	}
 	return nil
 }

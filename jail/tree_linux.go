@@ -411,7 +411,7 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.SpawnError, r.final = m.Error, true
 		case msgExit:
 			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
-			r.res.Lookups = m.Lookups
+			r.res.Lookups, r.res.UnixRefused = m.Lookups, m.UnixRefused
 			if m.Usage != nil {
 				r.res.Usage = *m.Usage
 			}
