@@ -178,7 +178,7 @@ func startFromSpec(status *os.File) started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
-	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot()})
+	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: wantPrivateRoot(), AllowTracing: true})
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -305,7 +305,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 			}
 		}
-		listener, err := restrictThread(sb, pr, privateRoot, loopback)
+		listener, err := restrictThread(sb, pr, placed, privateRoot, loopback, true)
 		if err != nil {
 			gfds.close()
 			return 0, privateRoot, nil, nil, nil, err

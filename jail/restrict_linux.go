@@ -26,7 +26,7 @@ import (
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
 func RestrictThread(p *policy.Sandbox) error {
-	_, err := restrictThread(p, nil, false, false)
+	_, err := restrictThread(p, nil, nil, false, false, false)
 	return err
 }
 
@@ -34,21 +34,23 @@ func RestrictThread(p *policy.Sandbox) error {
 // nothing); privateRoot says the thread's root holds only p's paths and /proc
 // is its pid namespace's (see privateRoot): its unix sockets are then its own,
 // guarded (see unixGuard), and restrictThread returns the guard's seccomp
-// listener, else -1; loopback says it is in a network namespace of its own
+// listener, else -1; placed are the files the call put in that root over
+// base paths (see prepared.ruleset); tracing allows ptrace of its own processes (a
+// command's, not a JS worker's); loopback says it is in a network namespace of its own
 // with loopback alone, where a command without network may use TCP and UDP
 // sockets (they reach nothing outside it).
-func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) (int, error) {
+func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing bool) (int, error) {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return -1, err
 	}
 	loopback = loopback && !p.AllowNetwork
-	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: privateRoot}
+	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: privateRoot, AllowTracing: tracing}
 	filter, err := sandboxFilter(o)
 	if err != nil {
 		return -1, err
 	}
-	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
+	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback, placed)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
@@ -90,7 +92,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool)
 // spec).
 func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
-		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix}
+		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix, AllowTracing: o.AllowTracing}
 	}
 	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
 	return f.(func() ([]unix.SockFilter, error))()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -142,7 +143,8 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 		[]unix.RemoteIovec{{Base: ptr, Len: size}}, 0); err != nil || got != size {
 		return unix.EFAULT
 	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
+	// n.pid is the calling thread's id; a pidfd names its thread group.
+	pidfd, err := unix.PidfdOpen(g.tgid(pid), 0)
 	if err != nil {
 		return unix.ESRCH
 	}
@@ -195,6 +197,25 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 	}
 	pinned := append(binary.NativeEndian.AppendUint16(nil, unix.AF_UNIX), "/proc/self/fd/"+strconv.Itoa(target)+"\x00"...)
 	return rawConnect(sock, pinned)
+}
+
+// tgid returns the thread group of thread tid (tid itself if unknown).
+func (g *unixGuard) tgid(tid int) int {
+	fd, err := unix.Openat(g.proc, strconv.Itoa(tid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return tid
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 512)
+	n, _ := unix.Read(fd, buf)
+	for _, line := range strings.Split(string(buf[:max(n, 0)]), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if id, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return id
+			}
+		}
+	}
+	return tid
 }
 
 // resolve opens p (absolute, or relative to pid's working directory) as an

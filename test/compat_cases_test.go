@@ -10,25 +10,25 @@ package test
 var compatCases = []compatCase{
 	// Python's process pools and shared state: POSIX semaphores and shared
 	// memory in /dev/shm, a unix socket for the manager.
-	{name: "python-pool", needs: []string{"python3"},
+	{name: "python-pool", needs: []string{"python3"}, landlockOnly: "no /dev/shm of its own (POSIX semaphores)",
 		script: `python3 -c 'from multiprocessing import Pool
 if __name__ == "__main__":
     with Pool(2) as p: print(sum(p.map(abs, range(-50, 50))))'`},
-	{name: "python-manager", needs: []string{"python3"},
+	{name: "python-manager", needs: []string{"python3"}, landlockOnly: "no /dev/shm of its own, no unix sockets",
 		script: `python3 -c 'from multiprocessing import Manager
 if __name__ == "__main__":
     with Manager() as m:
         d = m.dict(); d["a"] = 1; print(d["a"])'`},
-	{name: "python-shared-memory", needs: []string{"python3"},
+	{name: "python-shared-memory", needs: []string{"python3"}, landlockOnly: "no /dev/shm of its own",
 		script: `python3 -c 'from multiprocessing import shared_memory as s
 x = s.SharedMemory(create=True, size=64); x.buf[0] = 7
 y = s.SharedMemory(x.name); print(y.buf[0]); y.close(); x.close(); x.unlink()'`},
-	{name: "python-queue", needs: []string{"python3"},
+	{name: "python-queue", needs: []string{"python3"}, landlockOnly: "no /dev/shm of its own (POSIX semaphores)",
 		script: `python3 -c 'import multiprocessing as mp
 def f(q): q.put(42)
 if __name__ == "__main__":
     q = mp.Queue(); p = mp.Process(target=f, args=(q,)); p.start(); print(q.get()); p.join()'`},
-	{name: "python-pty", needs: []string{"python3"},
+	{name: "python-pty", needs: []string{"python3"}, landlockOnly: "no terminals of its own (a devpts instance needs a mount namespace)",
 		script: `python3 -c 'import os, pty
 pid, fd = pty.fork()
 if pid == 0:
@@ -47,16 +47,16 @@ os.waitpid(pid, 0); print(out.decode().strip()); assert b"from-a-pty" in out'`},
 	{name: "whoami", needs: []string{"whoami", "id"}, script: `whoami && id -un && id -gn`},
 	{name: "ssh-keygen", needs: []string{"ssh-keygen"},
 		script: `ssh-keygen -q -t ed25519 -N '' -C test -f ./key && ssh-keygen -l -f ./key.pub`},
-	{name: "gpg", needs: []string{"gpg", "gpg-agent"},
+	{name: "gpg", needs: []string{"gpg", "gpg-agent"}, landlockOnly: "no unix sockets (gpg-agent)",
 		script: `mkdir -m 700 g && gpg --homedir g --batch --passphrase '' --quick-gen-key test@example.com ed25519 sign 2>&1 &&
 echo hi | gpg --homedir g --batch --clearsign > signed.txt && gpg --homedir g --batch --verify signed.txt && gpgconf --homedir g --kill gpg-agent`},
-	{name: "tmux", needs: []string{"tmux"},
+	{name: "tmux", needs: []string{"tmux"}, landlockOnly: "no unix sockets",
 		script: `tmux new-session -d -s t 'echo hello-from-tmux; sleep 30' && sleep 0.5 &&
 for i in $(seq 50); do tmux capture-pane -p -t t | grep -q hello-from-tmux && break; sleep 0.1; done &&
 tmux capture-pane -p -t t | grep hello-from-tmux && tmux kill-server`},
-	{name: "screen", needs: []string{"screen"},
+	{name: "screen", needs: []string{"screen"}, userNS: "Debian's screen chowns its terminal to the tty group (gid 5), which a user namespace cannot map", landlockOnly: "no unix sockets",
 		script: `screen -dmS s sleep 30 && screen -ls | grep -q '\.s' && screen -S s -X quit`},
-	{name: "node-unix-socket", needs: []string{"node"},
+	{name: "node-unix-socket", needs: []string{"node"}, landlockOnly: "no unix sockets",
 		script: `node -e 'const net = require("net");
 const s = net.createServer(c => c.end("pong")).listen("n.sock", () =>
   net.connect("n.sock").on("data", d => { console.log(String(d)); s.close(); }));'`},
@@ -66,7 +66,7 @@ echo 'require("assert").strictEqual(1 + 1, 2); console.log("pass")' > t.js && np
 	{name: "java", needs: []string{"javac", "java"},
 		script: `printf 'public class Hello { public static void main(String[] a) { System.out.println("hello " + System.getProperty("user.name")); } }' > Hello.java && javac Hello.java && java -cp . Hello`},
 	{name: "fc-match", needs: []string{"fc-match"}, script: `fc-match sans`},
-	{name: "script-pty", needs: []string{"script"}, script: `script -qec 'tty && echo in-a-pty' /dev/null`},
+	{name: "script-pty", needs: []string{"script"}, landlockOnly: "no terminals of its own", script: `script -qec 'tty && echo in-a-pty' /dev/null`},
 	{name: "expect", needs: []string{"expect"},
 		script: `expect -c 'spawn sh -c "read -p {name? } n; echo hello \$n"; expect "name?"; send "bob\r"; expect "hello bob"'`},
 	{name: "strace", needs: []string{"strace"},
@@ -86,13 +86,13 @@ gdb -batch -ex 'break f' -ex run -ex bt -ex continue ./p 2>&1 | grep -q 'f (x=21
 printf 'package main\n\nfunc main() { println("go") }\n' > main.go && test -z "$(gofmt -l .)" && go mod tidy && go list -f '{{.Name}}' . | grep -q main`},
 	{name: "sqlite3", needs: []string{"sqlite3"},
 		script: `sqlite3 db.sqlite 'create table t(x); insert into t values (41); select x + 1 from t;' | grep -q 42`},
-	{name: "postgresql", needs: []string{"initdb", "pg_ctl", "psql"}, notRoot: "initdb refuses to run as root",
+	{name: "postgresql", needs: []string{"initdb", "pg_ctl", "psql"}, landlockOnly: "no unix sockets", notRoot: "initdb refuses to run as root",
 		script: `initdb -D pg -A trust -U postgres >/dev/null && pg_ctl -D pg -o "-k $PWD -c listen_addresses=" -l pg.log -w start >/dev/null &&
 psql -h "$PWD" -U postgres -tAc 'select 40 + 2' | grep -q 42; r=$?; pg_ctl -D pg -m fast -w stop >/dev/null; exit $r`},
-	{name: "redis", needs: []string{"redis-server", "redis-cli"},
+	{name: "redis", needs: []string{"redis-server", "redis-cli"}, landlockOnly: "no unix sockets",
 		script: `redis-server --port 0 --unixsocket "$PWD/r.sock" --daemonize yes --dir "$PWD" --save '' >/dev/null &&
 for i in $(seq 50); do [ -S r.sock ] && break; sleep 0.1; done && redis-cli -s "$PWD/r.sock" set k v >/dev/null && redis-cli -s "$PWD/r.sock" get k | grep -q v; r=$?; redis-cli -s "$PWD/r.sock" shutdown nosave >/dev/null 2>&1; exit $r`},
-	{name: "chromium", needs: []string{"chromium"},
+	{name: "chromium", needs: []string{"chromium"}, landlockOnly: "no unix sockets, no /dev/shm of its own",
 		script: `chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage=false --no-first-run --disable-background-networking --disable-component-update --disable-sync \
 --user-data-dir="$PWD/profile" --window-size=320,200 --screenshot="$PWD/shot.png" 'data:text/html,<h1>hi</h1>' >chromium.log 2>&1; test -s shot.png || { tail -20 chromium.log; exit 1; }`},
 	{name: "perl", needs: []string{"perl"}, script: `perl -MPOSIX -e 'print strftime("%Y", localtime) > 2000 ? "ok\n" : "bad\n"' | grep -q ok`},
@@ -108,8 +108,8 @@ for i in $(seq 50); do [ -S r.sock ] && break; sleep 0.1; done && redis-cli -s "
 	{name: "timezone", needs: []string{"date"}, script: `TZ=Asia/Tokyo date +%Z | grep -q JST`},
 	{name: "fifo-xargs", needs: []string{"mkfifo", "xargs"},
 		script: `mkfifo p && (echo through-fifo > p &) && cat p && seq 20 | xargs -P4 -n1 true`},
-	{name: "ip-addr", needs: []string{"ip"}, script: `ip -br addr | grep -q '^lo'`},
-	{name: "local-http", needs: []string{"python3", "curl"},
+	{name: "ip-addr", needs: []string{"ip"}, landlockOnly: "no network namespace of its own", script: `ip -br addr | grep -q '^lo'`},
+	{name: "local-http", needs: []string{"python3", "curl"}, landlockOnly: "no loopback of its own (the host's network is off)",
 		script: `python3 -u -m http.server 0 --bind 127.0.0.1 >http.log 2>&1 & pid=$!;
 for i in $(seq 100); do port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' http.log); [ -n "$port" ] && break; sleep 0.1; done;
 curl -sf "http://127.0.0.1:$port/" >/dev/null; r=$?; kill $pid; exit $r`},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/autobox-dev/autobox/jail"
 )
 
 // The compatibility test: everyday programs (compatCases), each doing a small
@@ -27,6 +29,9 @@ type compatCase struct {
 	notRoot string
 	// landlockOnly: why the case cannot work without namespaces; "" if it must.
 	landlockOnly string
+	// userNS: why the case cannot work in an ordinary user's user namespace;
+	// "" if it must.
+	userNS string
 }
 
 // compatPath is what bare runs search: the PATH commands get inside.
@@ -69,6 +74,8 @@ func TestCompat(t *testing.T) {
 					rows = append(rows, fmt.Sprintf("%-22s works inside", c.name))
 				case !ns && c.landlockOnly != "":
 					rows = append(rows, fmt.Sprintf("%-22s fails inside without namespaces, as documented: %s", c.name, c.landlockOnly))
+				case ns && hostMode() == jail.ModeUserNS && c.userNS != "":
+					rows = append(rows, fmt.Sprintf("%-22s fails inside a user namespace, as documented: %s", c.name, c.userNS))
 				default:
 					t.Errorf("%s works bare but not inside (exit %d, killed %v):\n%s\n%s", c.name, o.code(), o.Killed, indent(o.Stdout), indent(o.Stderr))
 					rows = append(rows, fmt.Sprintf("%-22s FAILS inside", c.name))

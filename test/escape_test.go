@@ -229,8 +229,9 @@ func TestForkBomb(t *testing.T) {
 // TestEscapeUnixDatagram (issue 16 C): with the network off no named unix
 // socket outside the call's mounts can be reached by any send, from any socket
 // the command can get. With namespaces the socket does not exist for the
-// command (its root holds its mounts only); without them, datagram socket
-// pairs, the only unix sockets that can be addressed, are refused.
+// command (its root holds its mounts only), and datagram unix sockets are
+// refused anyway; without them, datagram socket pairs, the only unix sockets
+// that can be addressed, are refused.
 func TestEscapeUnixDatagram(t *testing.T) {
 	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
 		dir := t.TempDir()
@@ -279,14 +280,25 @@ func TestEscapeUnixDatagram(t *testing.T) {
 		if got := received(); len(got) > 0 {
 			t.Errorf("the host socket received %q", got)
 		}
-		// Positive controls: where the socket is allowed to be reached (its
-		// directory mounted, in the private root; the network allowed, without
-		// one), every way delivers, the descriptor too.
-		mounts, extra := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/sock"}}, map[string]any(nil)
-		target := "/mnt/sock/log.sock"
-		if !m.ns {
-			mounts, extra, target = nil, map[string]any{"allowNetwork": true}, path
+		if m.ns {
+			// With a root of its own, datagram unix sockets are refused even
+			// where the host's socket is mounted (the unix socket guard sees
+			// connects, not sends); the positive control is a stream socket
+			// of the command's own.
+			mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/sock", "mode": "rw"}}
+			for _, how := range ways {
+				wantDenied(t, "datagram "+how+" to a mounted host socket", s.probe(mounts, nil, "unixgram", how, "/mnt/sock/log.sock"))
+			}
+			wantAllowed(t, "the command's own stream socket in the mount", s.probe(mounts, nil, "unix-self", "/mnt/sock/own.sock"))
+			if got := received(); len(got) > 0 {
+				t.Errorf("the host socket received %q", got)
+			}
+			return
 		}
+		// Positive controls: where the socket may be reached (without a root
+		// of its own: the network allowed), every way delivers, the
+		// descriptor too.
+		mounts, extra, target := []map[string]any(nil), map[string]any{"allowNetwork": true}, path
 		for _, how := range ways {
 			wantAllowed(t, "datagram "+how+" allowed", s.probe(mounts, extra, "unixgram", how, target))
 		}

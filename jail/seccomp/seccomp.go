@@ -44,10 +44,8 @@ func ArgLow(i int) uint32 { return uint32(16 + 8*i) }
 // too: io_uring can create sockets without socket(2), out of reach of the
 // family check below, and is a large kernel attack surface.
 //
-// ptrace and process_vm_readv/writev are not here: strace, gdb, delve and
-// crash reporters trace the command's own processes. Landlock's ptrace rule
-// (every ABI) refuses them for any process outside the command's Landlock
-// domain: the launcher, the server, other calls, the user's other programs.
+// ptrace and process_vm_readv/writev are in Tracing, denied unless
+// Options.AllowTracing.
 var Denied = []string{
 	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
 	"open_tree_attr", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
@@ -60,6 +58,14 @@ var Denied = []string{
 	"quotactl", "quotactl_fd", "lookup_dcookie", "fanotify_init",
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 }
+
+// Tracing are the calls that read or change another process's memory and
+// registers. A command may make them (Options.AllowTracing): strace, gdb,
+// delve and crash reporters trace the command's own processes, and
+// Landlock's ptrace rule (every ABI) refuses them for any process outside the
+// command's Landlock domain: the launcher, the server, other calls, the
+// user's other programs. A JS worker may not.
+var Tracing = []string{"ptrace", "process_vm_readv", "process_vm_writev"}
 
 // Unavailable are the system calls that fail with ENOSYS, as on a kernel
 // built without them. memfd_secret's pages are mapped into no page table the
@@ -137,6 +143,8 @@ type Options struct {
 	// holds loopback alone, where such a socket reaches nothing outside the
 	// call.
 	Loopback bool
+	// AllowTracing allows the Tracing calls (a command's, not a JS worker's).
+	AllowTracing bool
 	// GuardUnix allows the command unix sockets of its own, whatever its
 	// network: socket(2) and socketpair(2) of AF_UNIX for stream and
 	// seqpacket sockets, and every connect(2) is sent to the launcher
@@ -200,6 +208,11 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	}
 	for _, name := range Denied {
 		add(name, labelEPERM)
+	}
+	if !o.AllowTracing {
+		for _, name := range Tracing {
+			add(name, labelEPERM)
+		}
 	}
 	add("clone3", labelENOSYS)
 	for _, name := range Unavailable {

@@ -83,7 +83,7 @@ var (
 
 func sandboxCalls(a *Arch, allowNetwork bool) []call {
 	var calls []call
-	for _, name := range Denied {
+	for _, name := range append(append([]string(nil), Denied...), Tracing...) {
 		if _, ok := a.Nr(name); ok {
 			calls = append(calls, call{name: name, want: eperm})
 			// Arguments do not matter for these.
@@ -282,7 +282,7 @@ func TestEveryDeniedCallIsKnown(t *testing.T) {
 // falls between two branches.
 func everyNumber(a *Arch, allowNetwork bool) []call {
 	want := map[uint32]uint32{}
-	for _, name := range Denied {
+	for _, name := range append(append([]string(nil), Denied...), Tracing...) {
 		if nr, ok := a.Nr(name); ok {
 			want[nr] = eperm
 		}
@@ -439,5 +439,27 @@ func TestLoopbackNetlink(t *testing.T) {
 			{name: "socket", args: []uint64{17, 3}, want: eafnosupport}, // AF_PACKET
 			{name: "socket", args: []uint64{AFUnix, SockStream}, want: eperm},
 		})
+	}
+}
+
+// TestAllowTracing: a command's filter lets ptrace and process_vm_readv/writev
+// through (Landlock keeps them to the call's own processes); the rest is as
+// without the option.
+func TestAllowTracing(t *testing.T) {
+	for _, a := range []*Arch{AMD64, ARM64} {
+		raw, err := Sandbox(a, Options{AllowTracing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls []call
+		for _, name := range Tracing {
+			calls = append(calls, call{name: name, args: []uint64{16, 1}, want: allow})
+		}
+		for _, name := range Denied {
+			if _, ok := a.Nr(name); ok {
+				calls = append(calls, call{name: name, want: eperm})
+			}
+		}
+		run(t, raw, a, calls)
 	}
 }
