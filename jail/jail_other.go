@@ -104,3 +104,6 @@ func NoNamespacesWhy() string { return "there are no namespaces on " + runtime.G
 
 // ProcessCeiling is 0: no kernel limit here.
 func (t *Tree) ProcessCeiling() int { return 0 }
+
+// UnixGuard is false: no guard here.
+func UnixGuard() bool { return false }

@@ -178,7 +178,7 @@ func startFromSpec(status *os.File) started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
-	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: wantPrivateRoot(), AllowTracing: true})
+	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -298,20 +298,21 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 			sb = privateRootRules(sb, placed)
 		}
 		var gfds guardFDs
-		if privateRoot {
+		guarded := unixGuardAvailable()
+		if guarded {
 			// Opened in the command's root and network, for the guard on the
 			// main thread (unixguard_linux.go).
 			if gfds, err = openGuardFDs(); err != nil {
 				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 			}
 		}
-		listener, err := restrictThread(sb, pr, placed, privateRoot, loopback, true)
+		listener, err := restrictThread(sb, pr, placed, privateRoot, loopback, true, guarded)
 		if err != nil {
 			gfds.close()
 			return 0, privateRoot, nil, nil, nil, err
 		}
 		if listener >= 0 {
-			guard = newUnixGuard(listener, gfds.root, gfds.proc, gfds.diag, pnet != nil || loopback)
+			guard = newUnixGuard(listener, gfds, pnet != nil || loopback)
 		}
 	}
 	// Last, as they bind the launcher too (see applyRlimits).

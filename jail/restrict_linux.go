@@ -26,26 +26,26 @@ import (
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
 func RestrictThread(p *policy.Sandbox) error {
-	_, err := restrictThread(p, nil, nil, false, false, false)
+	_, err := restrictThread(p, nil, nil, false, false, false, false)
 	return err
 }
 
 // restrictThread is RestrictThread with what a pooled launcher prepared (nil:
-// nothing); privateRoot says the thread's root holds only p's paths and /proc
-// is its pid namespace's (see privateRoot): its unix sockets are then its own,
-// guarded (see unixGuard), and restrictThread returns the guard's seccomp
-// listener, else -1; placed are the files the call put in that root over
+// nothing); privateRoot says the thread's root holds only p's paths (see
+// privateRoot); guarded that its unix sockets are to be its own, guarded (see
+// unixGuard): restrictThread then returns the guard's seccomp listener, else
+// -1; placed are the files the call put in that root over
 // base paths (see prepared.ruleset); tracing allows ptrace of its own processes (a
 // command's, not a JS worker's); loopback says it is in a network namespace of its own
 // with loopback alone, where a command without network may use TCP and UDP
 // sockets (they reach nothing outside it).
-func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing bool) (int, error) {
+func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return -1, err
 	}
 	loopback = loopback && !p.AllowNetwork
-	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: privateRoot, AllowTracing: tracing}
+	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
 	filter, err := sandboxFilter(o)
 	if err != nil {
 		return -1, err

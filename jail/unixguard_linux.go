@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strconv"
@@ -14,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The unix socket guard: a command with a private root may make unix sockets
-// and connect to its own, never to a host's.
+// The unix socket guard: a command may make unix sockets and connect to its
+// own, never to a host's, in every mode.
 //
 // Landlock up to ABI 7 has no right for connecting to a pathname unix socket,
 // and a socket file in a mounted directory (an ssh-agent or gpg-agent socket in
@@ -32,8 +33,9 @@ import (
 //     it is never used);
 //   - a socket that is not AF_UNIX is connected as asked (the network
 //     namespace, the proxy and nf_tables rule it, as they rule the command);
-//   - a pathname is resolved in the command's root from its working
-//     directory (openat2 RESOLVE_IN_ROOT), pinned as an O_PATH descriptor,
+//   - a pathname is resolved in the command's root (its private root, or the
+//     host's) from its working directory (openat2 RESOLVE_IN_ROOT), pinned as
+//     an O_PATH descriptor,
 //     and connected through /proc/self/fd/N, so the inode checked is the one
 //     connected to; an abstract name is connected as given;
 //   - either only if a socket of the call listens there: in the call's own
@@ -53,6 +55,7 @@ type unixGuard struct {
 	proc     int  // O_PATH: the /proc of the command's pid namespace
 	diag     int  // NETLINK_SOCK_DIAG socket in the command's network namespace
 	ownNet   bool // that namespace is the call's own
+	pidNS    bool // proc is the call's own pid namespace's (else the host's)
 
 	sem    chan struct{} // bounds connects in progress (a blocking one holds a thread)
 	diagMu sync.Mutex    // one sock_diag dump at a time on diag
@@ -91,9 +94,31 @@ const seccompIoctlNotifIDValid = 0x40082102
 
 // newUnixGuard takes the descriptors the command thread opened; serve owns
 // them from then on.
-func newUnixGuard(listener, root, proc, diag int, ownNet bool) *unixGuard {
-	return &unixGuard{listener: listener, root: root, proc: proc, diag: diag, ownNet: ownNet, sem: make(chan struct{}, maxGuardConnects)}
+func newUnixGuard(listener int, fds guardFDs, ownNet bool) *unixGuard {
+	return &unixGuard{listener: listener, root: fds.root, proc: fds.proc, diag: fds.diag, ownNet: ownNet, pidNS: fds.pidNS,
+		sem: make(chan struct{}, maxGuardConnects)}
 }
+
+// unixGuardAvailable reports whether this kernel has what the guard needs:
+// seccomp user notification (Linux 5.0) and pidfd_getfd (5.6). Without it
+// socket(AF_UNIX) is refused unless the network is allowed, as before.
+var unixGuardAvailable = sync.OnceValue(func() bool {
+	action := uint32(seccompRetUserNotif)
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, seccompGetActionAvail, 0, uintptr(unsafe.Pointer(&action))); e != 0 {
+		return false
+	}
+	_, err := unix.PidfdGetfd(-1, 0, 0)
+	return !errors.Is(err, unix.ENOSYS)
+})
+
+// UnixGuard reports whether commands' unix sockets are guarded here (they
+// may make their own), as doctor says.
+func UnixGuard() bool { return unixGuardAvailable() }
+
+const (
+	seccompGetActionAvail = 2 // SECCOMP_GET_ACTION_AVAIL
+	seccompRetUserNotif   = unix.SECCOMP_RET_USER_NOTIF
+)
 
 // serve answers notifications until the listener fails: when the last
 // process under the filter is gone, or the launcher exits.
@@ -271,19 +296,12 @@ func (g *unixGuard) own(match func(*diagSocket) bool) (found, own bool) {
 	return found, false
 }
 
-// held reports whether a process of the call (its pid namespace's /proc)
-// holds the socket whose inode is ino.
+// held reports whether a process of the call holds the socket whose inode
+// is ino.
 func (g *unixGuard) held(ino uint32) bool {
 	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-	pids, err := readDirNames(g.proc, ".")
-	if err != nil {
-		return false
-	}
 	buf := make([]byte, 64)
-	for _, pid := range pids {
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
+	for _, pid := range g.callPids() {
 		fds, err := readDirNames(g.proc, pid+"/fd")
 		if err != nil {
 			continue
@@ -296,6 +314,55 @@ func (g *unixGuard) held(ino uint32) bool {
 		}
 	}
 	return false
+}
+
+// callPids are the processes of the call: every one of its pid namespace,
+// or, in the host's, the launcher's descendants (it is their subreaper: an
+// orphan of the call is still below it).
+func (g *unixGuard) callPids() []string {
+	if g.pidNS {
+		names, _ := readDirNames(g.proc, ".")
+		pids := names[:0]
+		for _, n := range names {
+			if _, err := strconv.Atoi(n); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		return pids
+	}
+	var pids []string
+	queue := []string{strconv.Itoa(os.Getpid())}
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		tids, _ := readDirNames(g.proc, pid+"/task")
+		for _, tid := range tids {
+			b, err := readAt(g.proc, pid+"/task/"+tid+"/children")
+			if err != nil {
+				continue
+			}
+			for _, c := range strings.Fields(string(b)) {
+				if !seen[c] {
+					seen[c] = true
+					pids = append(pids, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+// readAt reads a small file below dirfd.
+func readAt(dirfd int, p string) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
 }
 
 // refuse keeps a refused target for the report.
@@ -374,17 +441,25 @@ func readDirNames(dirfd int, p string) ([]string, error) {
 
 // guardFDs are the descriptors the command thread opens for the guard before
 // it restricts itself; close releases those not handed over.
-type guardFDs struct{ root, proc, diag int }
+type guardFDs struct {
+	root, proc, diag int
+	pidNS            bool // proc is of the call's own pid namespace
+}
 
 // openGuardFDs opens, on the command thread in its root and network, what the
-// guard needs: its root, its /proc and a sock_diag socket.
+// guard needs: its root, a /proc of its pid namespace and a sock_diag socket.
 func openGuardFDs() (guardFDs, error) {
-	g := guardFDs{root: -1, proc: -1, diag: -1}
+	g := guardFDs{root: -1, proc: -1, diag: -1, pidNS: os.Getpid() == 1}
 	var err error
 	if g.root, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return g, fmt.Errorf("opening the command's root: %w", err)
 	}
-	if g.proc, err = detachedProc(); err != nil {
+	if g.pidNS {
+		g.proc, err = detachedProc()
+	} else if g.proc, err = unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		err = fmt.Errorf("opening /proc: %w", err)
+	}
+	if err != nil {
 		g.close()
 		return g, err
 	}

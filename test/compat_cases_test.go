@@ -14,7 +14,7 @@ var compatCases = []compatCase{
 		script: `python3 -c 'from multiprocessing import Pool
 if __name__ == "__main__":
     with Pool(2) as p: print(sum(p.map(abs, range(-50, 50))))'`},
-	{name: "python-manager", needs: []string{"python3"}, landlockOnly: "no /dev/shm of its own, no unix sockets",
+	{name: "python-manager", needs: []string{"python3"},
 		script: `python3 -c 'from multiprocessing import Manager
 if __name__ == "__main__":
     with Manager() as m:
@@ -47,16 +47,16 @@ os.waitpid(pid, 0); print(out.decode().strip()); assert b"from-a-pty" in out'`},
 	{name: "whoami", needs: []string{"whoami", "id"}, script: `whoami && id -un && id -gn`},
 	{name: "ssh-keygen", needs: []string{"ssh-keygen"},
 		script: `ssh-keygen -q -t ed25519 -N '' -C test -f ./key && ssh-keygen -l -f ./key.pub`},
-	{name: "gpg", needs: []string{"gpg", "gpg-agent"}, landlockOnly: "no unix sockets (gpg-agent)",
+	{name: "gpg", needs: []string{"gpg", "gpg-agent"},
 		script: `mkdir -m 700 g && gpg --homedir g --batch --passphrase '' --quick-gen-key test@example.com ed25519 sign 2>&1 &&
 echo hi | gpg --homedir g --batch --clearsign > signed.txt && gpg --homedir g --batch --verify signed.txt && gpgconf --homedir g --kill gpg-agent`},
-	{name: "tmux", needs: []string{"tmux"}, landlockOnly: "no unix sockets",
+	{name: "tmux", needs: []string{"tmux"}, landlockOnly: "/tmp is the host's and not writable, where tmux keeps its socket (TMUX_TMPDIR=$TMPDIR works)",
 		script: `tmux new-session -d -s t 'echo hello-from-tmux; sleep 30' && sleep 0.5 &&
 for i in $(seq 50); do tmux capture-pane -p -t t | grep -q hello-from-tmux && break; sleep 0.1; done &&
 tmux capture-pane -p -t t | grep hello-from-tmux && tmux kill-server`},
-	{name: "screen", needs: []string{"screen"}, userNS: "Debian's screen chowns its terminal to the tty group (gid 5), which a user namespace cannot map", landlockOnly: "no unix sockets",
+	{name: "screen", needs: []string{"screen"}, userNS: "Debian's screen chowns its terminal to the tty group (gid 5), which a user namespace cannot map", landlockOnly: "/run/screen is the host's and not writable",
 		script: `screen -dmS s sleep 30 && screen -ls | grep -q '\.s' && screen -S s -X quit`},
-	{name: "node-unix-socket", needs: []string{"node"}, landlockOnly: "no unix sockets",
+	{name: "node-unix-socket", needs: []string{"node"},
 		script: `node -e 'const net = require("net");
 const s = net.createServer(c => c.end("pong")).listen("n.sock", () =>
   net.connect("n.sock").on("data", d => { console.log(String(d)); s.close(); }));'`},
@@ -86,14 +86,14 @@ gdb -batch -ex 'break f' -ex run -ex bt -ex continue ./p 2>&1 | grep -q 'f (x=21
 printf 'package main\n\nfunc main() { println("go") }\n' > main.go && test -z "$(gofmt -l .)" && go mod tidy && go list -f '{{.Name}}' . | grep -q main`},
 	{name: "sqlite3", needs: []string{"sqlite3"},
 		script: `sqlite3 db.sqlite 'create table t(x); insert into t values (41); select x + 1 from t;' | grep -q 42`},
-	{name: "postgresql", needs: []string{"initdb", "pg_ctl", "psql"}, landlockOnly: "no unix sockets", notRoot: "initdb refuses to run as root",
+	{name: "postgresql", needs: []string{"initdb", "pg_ctl", "psql"}, notRoot: "initdb refuses to run as root",
 		script: `initdb -D pg -A trust -U postgres >/dev/null && pg_ctl -D pg -o "-k $PWD -c listen_addresses=" -l pg.log -w start >/dev/null &&
 psql -h "$PWD" -U postgres -tAc 'select 40 + 2' | grep -q 42; r=$?; pg_ctl -D pg -m fast -w stop >/dev/null; exit $r`},
-	{name: "redis", needs: []string{"redis-server", "redis-cli"}, landlockOnly: "no unix sockets",
+	{name: "redis", needs: []string{"redis-server", "redis-cli"},
 		script: `redis-server --port 0 --unixsocket "$PWD/r.sock" --daemonize yes --dir "$PWD" --save '' >/dev/null &&
 for i in $(seq 50); do [ -S r.sock ] && break; sleep 0.1; done && redis-cli -s "$PWD/r.sock" set k v >/dev/null && redis-cli -s "$PWD/r.sock" get k | grep -q v; r=$?; redis-cli -s "$PWD/r.sock" shutdown nosave >/dev/null 2>&1; exit $r`},
-	{name: "chromium", needs: []string{"chromium"}, landlockOnly: "no unix sockets, no /dev/shm of its own",
-		script: `chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage=false --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+	{name: "chromium", needs: []string{"chromium"},
+		script: `chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --disable-background-networking --disable-component-update --disable-sync \
 --user-data-dir="$PWD/profile" --window-size=320,200 --screenshot="$PWD/shot.png" 'data:text/html,<h1>hi</h1>' >chromium.log 2>&1; test -s shot.png || { tail -20 chromium.log; exit 1; }`},
 	{name: "perl", needs: []string{"perl"}, script: `perl -MPOSIX -e 'print strftime("%Y", localtime) > 2000 ? "ok\n" : "bad\n"' | grep -q ok`},
 	{name: "ruby", needs: []string{"ruby"}, script: `ruby -e 'require "etc"; puts Etc.getlogin.to_s + " " + [1, 2, 3].sum.to_s'`},

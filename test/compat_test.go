@@ -45,7 +45,10 @@ func TestCompat(t *testing.T) {
 	}{{"default", nil}, {"no-namespaces", []string{"AUTOBOX_NO_NAMESPACES=1"}}}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			s := startEnv(t, m.env)
+			// A TMPDIR as short as a user's (/tmp): without a root of its own
+			// a command's TMPDIR is its scratch dir below it, and programs
+			// put unix sockets there (107 bytes at most for their paths).
+			s := startEnv(t, append([]string{"TMPDIR=" + shortTmp(t)}, m.env...))
 			ns := m.env == nil && namespaced()
 			var rows []string
 			worked, bare := 0, 0
@@ -73,7 +76,7 @@ func TestCompat(t *testing.T) {
 					worked++
 					rows = append(rows, fmt.Sprintf("%-22s works inside", c.name))
 				case !ns && c.landlockOnly != "":
-					rows = append(rows, fmt.Sprintf("%-22s fails inside without namespaces, as documented: %s", c.name, c.landlockOnly))
+					rows = append(rows, fmt.Sprintf("%-22s fails inside without namespaces, as documented: %s\n%s", c.name, c.landlockOnly, indent(lastLines(o.Stdout+o.Stderr, 3))))
 				case ns && hostMode() == jail.ModeUserNS && c.userNS != "":
 					rows = append(rows, fmt.Sprintf("%-22s fails inside a user namespace, as documented: %s", c.name, c.userNS))
 				default:
@@ -157,6 +160,12 @@ func compatInside(t *testing.T, s *session, c compatCase) execOut {
 		"maxProcesses": 256,
 	})
 	return o
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
 func indent(s string) string {

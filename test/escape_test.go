@@ -280,14 +280,15 @@ func TestEscapeUnixDatagram(t *testing.T) {
 		if got := received(); len(got) > 0 {
 			t.Errorf("the host socket received %q", got)
 		}
-		if m.ns {
-			// With a root of its own, datagram unix sockets are refused even
-			// where the host's socket is mounted (the unix socket guard sees
-			// connects, not sends); the positive control is a stream socket
-			// of the command's own.
+		if jail.UnixGuard() {
+			// Where unix sockets are guarded, datagram ones are refused, even
+			// where the host's socket is mounted or the network allowed (the
+			// guard sees connects, not sends); the positive control is a
+			// stream socket of the command's own.
 			mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/sock", "mode": "rw"}}
 			for _, how := range ways {
 				wantDenied(t, "datagram "+how+" to a mounted host socket", s.probe(mounts, nil, "unixgram", how, "/mnt/sock/log.sock"))
+				wantDenied(t, "datagram "+how+" with the network", s.probe(nil, map[string]any{"allowNetwork": true}, "unixgram", how, path))
 			}
 			wantAllowed(t, "the command's own stream socket in the mount", s.probe(mounts, nil, "unix-self", "/mnt/sock/own.sock"))
 			if got := received(); len(got) > 0 {
@@ -295,9 +296,9 @@ func TestEscapeUnixDatagram(t *testing.T) {
 			}
 			return
 		}
-		// Positive controls: where the socket may be reached (without a root
-		// of its own: the network allowed), every way delivers, the
-		// descriptor too.
+		// Positive controls: where the socket may be reached (on a kernel
+		// without the guard, with the network allowed), every way delivers,
+		// the descriptor too.
 		mounts, extra, target := []map[string]any(nil), map[string]any{"allowNetwork": true}, path
 		for _, how := range ways {
 			wantAllowed(t, "datagram "+how+" allowed", s.probe(mounts, extra, "unixgram", how, target))
