@@ -81,13 +81,13 @@ gdb -batch -ex 'break f' -ex run -ex bt -ex continue ./p 2>&1 | grep -q 'f (x=21
 		script: `printf '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n' > m.c && printf 'm: m.c\n\tgcc -O2 -o m m.c\n' > Makefile && make -s && ./m`},
 	// Module work, not a build: a build with an empty cache compiles the
 	// runtime (17-46 s here), past exec_command's time limit on a busy machine.
-	{name: "go-mod", needs: []string{"/usr/local/go/bin/go"},
-		script: `export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local GOFLAGS=-mod=mod && go mod init example.com/x 2>/dev/null &&
+	{name: "go-mod", needs: []string{"go"},
+		script: `export PATH=$GODIR:$PATH GOTOOLCHAIN=local GOFLAGS=-mod=mod && go mod init example.com/x 2>/dev/null &&
 printf 'package main\n\nfunc main() { println("go") }\n' > main.go && test -z "$(gofmt -l .)" && go mod tidy && go list -f '{{.Name}}' . | grep -q main`},
 	{name: "sqlite3", needs: []string{"sqlite3"},
 		script: `sqlite3 db.sqlite 'create table t(x); insert into t values (41); select x + 1 from t;' | grep -q 42`},
-	{name: "postgresql", needs: []string{"initdb", "pg_ctl", "psql"}, notRoot: "initdb refuses to run as root",
-		script: `initdb -D pg -A trust -U postgres >/dev/null && pg_ctl -D pg -o "-k $PWD -c listen_addresses=" -l pg.log -w start >/dev/null &&
+	{name: "postgresql", needs: []string{"/usr/lib/postgresql/*/bin/initdb", "/usr/lib/postgresql/*/bin/pg_ctl", "psql"}, notRoot: "initdb refuses to run as root",
+		script: `export PATH=$PATH:$(echo /usr/lib/postgresql/*/bin | tr ' ' :) && initdb -D pg -A trust -U postgres >/dev/null && pg_ctl -D pg -o "-k $PWD -c listen_addresses=" -l pg.log -w start >/dev/null &&
 psql -h "$PWD" -U postgres -tAc 'select 40 + 2' | grep -q 42; r=$?; pg_ctl -D pg -m fast -w stop >/dev/null; exit $r`},
 	{name: "redis", needs: []string{"redis-server", "redis-cli"},
 		script: `redis-server --port 0 --unixsocket "$PWD/r.sock" --daemonize yes --dir "$PWD" --save '' >/dev/null &&

@@ -93,11 +93,35 @@ func TestCompat(t *testing.T) {
 	}
 }
 
+// compatGoDir is the directory of the go command that runs this test, for
+// the go case (GODIR): inside, it must be below a system directory.
+var compatGoDir = func() string {
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return ""
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return ""
+	}
+	for _, sys := range []string{"/usr/", "/opt/"} {
+		if strings.HasPrefix(p, sys) {
+			return filepath.Dir(p)
+		}
+	}
+	return ""
+}()
+
 // compatMissing names the first of needs that is not installed, or "".
 func compatMissing(needs []string) string {
 	for _, n := range needs {
+		if n == "go" {
+			if compatGoDir == "" {
+				return "go (below /usr or /opt)"
+			}
+			continue
+		}
 		if filepath.IsAbs(n) {
-			if _, err := os.Stat(n); err != nil {
+			if m, _ := filepath.Glob(n); len(m) == 0 {
 				return n
 			}
 			continue
@@ -136,7 +160,7 @@ func compatBare(t *testing.T, c compatCase) (string, error) {
 	}
 	cmd := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", c.script)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + compatPath, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}
+	cmd.Env = []string{"PATH=" + compatPath, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "GODIR=" + compatGoDir}
 	timer := time.AfterFunc(2*time.Minute, func() {
 		if cmd.Process != nil {
 			cmd.Process.Kill()
@@ -158,6 +182,7 @@ func compatInside(t *testing.T, s *session, c compatCase) execOut {
 		"timeoutMs":    30000,
 		"memoryMb":     2048,
 		"maxProcesses": 256,
+		"env":          []string{"GODIR=" + compatGoDir},
 	})
 	return o
 }
