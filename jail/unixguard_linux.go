@@ -121,18 +121,37 @@ const (
 )
 
 // serve answers notifications until the listener fails: when the last
-// process under the filter is gone, or the launcher exits.
+// process under the filter is gone, or the launcher exits. It holds no thread
+// while it waits, nor does a connect in progress (see connectFor): past
+// RLIMIT_NPROC the launcher cannot make threads (applyNproc).
 func (g *unixGuard) serve() {
+	// Non-blocking first: os.NewFile gives only such a descriptor to the poller.
+	if err := unix.SetNonblock(g.listener, true); err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(g.listener), "seccomp-listener")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
 		var n seccompNotif
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n))); e != 0 {
-			if e == unix.EINTR {
-				continue
+		var e unix.Errno
+		err := rc.Read(func(fd uintptr) bool {
+			// RECV blocks whatever the descriptor's flags: ask poll first.
+			if ready, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0); ready == 0 {
+				return false
 			}
-			// ENOENT: the caller went away before we read it.
-			if e == unix.ENOENT {
-				continue
-			}
+			n = seccompNotif{}
+			_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+			return true
+		})
+		switch {
+		case err != nil:
+			return
+		case e == unix.EINTR || e == unix.ENOENT: // ENOENT: the caller went away before we read it
+			continue
+		case e != 0:
 			return
 		}
 		g.sem <- struct{}{}
@@ -187,7 +206,7 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 		return errnoOf(err, unix.ENOTSOCK)
 	}
 	if domain != unix.AF_UNIX || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX || size == 2 {
-		return rawConnect(sock, addr)
+		return connectFor(sock, addr)
 	}
 	name := addr[2:]
 	if name[0] == 0 { // abstract
@@ -198,7 +217,7 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 			g.refuse("@" + printable(name[1:]))
 			return unix.EACCES
 		}
-		return rawConnect(sock, addr)
+		return connectFor(sock, addr)
 	}
 	if i := indexByte(name, 0); i >= 0 {
 		name = name[:i]
@@ -221,7 +240,7 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 		return unix.EACCES
 	}
 	pinned := append(binary.NativeEndian.AppendUint16(nil, unix.AF_UNIX), "/proc/self/fd/"+strconv.Itoa(target)+"\x00"...)
-	return rawConnect(sock, pinned)
+	return connectFor(sock, pinned)
 }
 
 // tgid returns the thread group of thread tid (tid itself if unknown).
@@ -387,16 +406,6 @@ func (g *unixGuard) refusedTargets() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]string(nil), g.refused...)
-}
-
-// rawConnect is connect(2) with an address as bytes.
-func rawConnect(fd int, addr []byte) unix.Errno {
-	for {
-		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
-		if e != unix.EINTR {
-			return e
-		}
-	}
 }
 
 // kernelDev turns a device number as stat gives it into the kernel's own
