@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -98,27 +97,7 @@ func asNobody(t *testing.T, dir string, argv ...string) *exec.Cmd {
 // watchNobody is watchShell for a tree of uid 65534.
 func watchNobody(t *testing.T, dir string, l Limits, argv ...string) (Breach, policy.Usage) {
 	t.Helper()
-	cmd := asNobody(t, dir, argv...)
-	breached := make(chan Breach, 1)
-	w := Start(cmd.Process.Pid, l, Options{Memfds: true}, func(b Breach) {
-		breached <- b
-		_ = cmd.Process.Kill()
-	})
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-	u := w.Stop()
-	select {
-	case b := <-breached:
-		return b, u
-	default:
-		return Breach{}, u
-	}
+	return watchStarted(asNobody(t, dir, argv...), l, Options{Memfds: true})
 }
 
 // hasPtrace reports whether this thread holds CAP_SYS_PTRACE.
