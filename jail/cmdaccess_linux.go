@@ -2,7 +2,6 @@ package jail
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 
@@ -73,10 +72,9 @@ func accessAs(uid, gid int, path string, write bool) error {
 // denied says which directory stops uid, with its mode and owner.
 func denied(uid int, path, verb, at string, err error) error {
 	what := at
-	if fi, serr := os.Stat(at); serr == nil {
-		if st, ok := fi.Sys().(*unix.Stat_t); ok {
-			what = fmt.Sprintf("%s (mode %04o, owner uid %d)", at, st.Mode&0o7777, st.Uid)
-		}
+	var st unix.Stat_t
+	if unix.Stat(at, &st) == nil {
+		what = fmt.Sprintf("%s (mode %04o, owner uid %d)", at, st.Mode&0o7777, st.Uid)
 	}
 	if at == path {
 		return fmt.Errorf("%w: uid %d cannot %s %s: %v", ErrCommandAccess, uid, verb, what, err)
