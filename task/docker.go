@@ -175,8 +175,13 @@ func (d *Docker) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	if strings.Contains(cwd, ":") {
 		return nil, fmt.Errorf("%w: cwd %s contains ':'", ErrInvalid, cwd)
 	}
-	out := []string{d.bin, "run", "-i", "--rm", "--name", name,
-		"--add-host=host.docker.internal:host-gateway", "-v", cwd + ":" + cwd, "-w", cwd}
+	out := []string{d.bin, "run", "-i", "--rm", "--name", name}
+	if !d.podman() {
+		// Podman names the host host.containers.internal itself, and before 5.0
+		// refuses host-gateway.
+		out = append(out, "--add-host=host.docker.internal:host-gateway")
+	}
+	out = append(out, "-v", cwd+":"+cwd, "-w", cwd)
 	for _, m := range d.o.Mounts {
 		v := m.Source + ":" + m.Target
 		if m.ReadOnly {
@@ -214,8 +219,15 @@ func (d *Docker) Endpoint(port int) (string, error) {
 	if d.HostNetwork() {
 		return "http://127.0.0.1:" + strconv.Itoa(port), nil
 	}
+	if d.podman() {
+		return "http://host.containers.internal:" + strconv.Itoa(port), nil
+	}
 	return "http://host.docker.internal:" + strconv.Itoa(port), nil
 }
+
+// podman reports whether the client is Podman's (by its name), which takes docker's
+// arguments but names the host itself.
+func (d *Docker) podman() bool { return filepath.Base(d.bin) == "podman" }
 
 // HostNetwork reports whether the run arguments give the container the host's network.
 func (d *Docker) HostNetwork() bool {

@@ -54,6 +54,9 @@ func (e *taskEnv) startRun(image, script string, flags ...string) (*exec.Cmd, *o
 		e.t.Fatal(err)
 	}
 	args := append([]string{e.bin, "task", "run", "--project", e.repo, "--tasks-dir", e.tasks, "--id", e.id, "--kind", "docker", "--image", image}, flags...)
+	if e.client != "" {
+		args = append(args, "--docker", e.client)
+	}
 	cmd := e.cmd(e.t.Context(), e.base, append(args, "--", "sh", "-c", script)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -74,9 +77,16 @@ func (e *taskEnv) startRun(image, script string, flags ...string) (*exec.Cmd, *o
 
 // running reports whether docker ps shows the container running.
 func running(t *testing.T, name string) bool {
-	out, err := exec.Command("docker", "ps", "--filter", "name=^/?"+name+"$", "--format", "{{.Names}}").Output()
+	return runningOf(t, exec.Command("docker"), name)
+}
+
+// runningOf is running for a client given as a command (see noContainerOf).
+func runningOf(t *testing.T, client *exec.Cmd, name string) bool {
+	ps := *client
+	ps.Args = append(append([]string(nil), client.Args...), "ps", "--filter", "name=^/?"+name+"$", "--format", "{{.Names}}")
+	out, err := ps.Output()
 	if err != nil {
-		t.Fatalf("docker ps: %v", err)
+		t.Fatalf("%s ps: %v", client.Path, err)
 	}
 	return strings.TrimSpace(string(out)) == name
 }
