@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/autobox-dev/autobox/jail"
 )
 
@@ -81,4 +83,21 @@ func (r *DoctorReport) find(name string) *Check {
 		}
 	}
 	return nil
+}
+
+// readsAsOwner says, where it is so, that the watchdog reads the commands'
+// write accounting as their owner: a root server without CAP_SYS_PTRACE (root
+// in a default container) whose commands run as another uid, which the kernel
+// shows those figures to only as them (internal/watchdog's owner_linux.go).
+func readsAsOwner() string {
+	uid, _, drop := jail.CommandCredential()
+	if !drop {
+		return ""
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) == nil && data[0].Effective&(1<<unix.CAP_SYS_PTRACE) != 0 {
+		return ""
+	}
+	return fmt.Sprintf(", read as uid %d: this process lacks CAP_SYS_PTRACE", uid)
 }
