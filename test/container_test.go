@@ -47,7 +47,7 @@ autobox exec --workspace "$id" -- sh -c 'echo x > /mnt/ws/b'; echo "wsexec=$?"
 	want(t, "default container as root", out,
 		"doctor=0", "landlock-only", "commands run as uid 65534",
 		"read as uid 65534: this process lacks CAP_SYS_PTRACE", // which limits hold, and how
-		"user namespaces   refused to this process", // never "available" when refused
+		"user namespaces   refused to this process",            // never "available" when refused
 		"container         Docker container", "--security-opt seccomp=autobox-seccomp.json --security-opt systempaths=unconfined",
 		"slept\nexec=0", "isolation=landlock-only",
 		"runs a program its user cannot read", "hidden=153", // the hidden writer is ended
