@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/shirou/gopsutil/v4/process"
 
@@ -92,7 +91,7 @@ func (e *env) doctor(args []string) int {
 		r.add("autobox", statusMissing, err.Error(), "no call can run")
 	} else {
 		defer s.Close()
-		r.dirChecks(s.StateDir())
+		r.dirChecks(s.StateDir(), s.DefaultStorage())
 		r.liveChecks(e, s)
 	}
 	if *jsonOut {
@@ -142,13 +141,12 @@ func (r *DoctorReport) rssCheck() {
 
 // dirChecks reports the state directory (records, lock) and the default storage
 // directory, and whether storage can clone files.
-func (r *DoctorReport) dirChecks(state string) {
+func (r *DoctorReport) dirChecks(state, storage string) {
 	if err := writable(state); err != nil {
 		r.add("state dir", statusMissing, err.Error(), "workspaces cannot be used")
 	} else {
 		r.add("state dir", statusOK, state+" (writable)", "")
 	}
-	storage := defaultStorage()
 	dir, note := storage, "exists"
 	if _, err := os.Stat(storage); err != nil {
 		note = "created by the first ws create"
@@ -240,20 +238,6 @@ func existingAncestor(p string) string {
 		}
 		p = parent
 	}
-}
-
-// defaultStorage is where `ws create` puts workspaces without --storage. It follows
-// the rule package store documents for Options.DefaultStorage, which store does not
-// export.
-func defaultStorage() string {
-	home, _ := os.UserHomeDir()
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "autobox-workspaces")
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "autobox-workspaces")
-	}
-	return filepath.Join(home, ".local", "share", "autobox-workspaces")
 }
 
 // probeFiles makes a small source file and a path for its clone in dir; cleanup

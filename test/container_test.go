@@ -38,8 +38,13 @@ autobox exec --mount /root/src:/mnt/src -- cat /mnt/src/a; echo "rootmount=$?"
 mkdir -p /srv/src && echo hi > /srv/src/a && chmod 755 /srv/src
 autobox exec --mount /srv/src:/mnt/src -- cat /mnt/src/a; echo "srvmount=$?"
 autobox exec --mount /srv/src:/mnt/src:rw -- sh -c 'echo x > /mnt/src/b'; echo "srvrw=$?"
-id=$(autobox ws create --copy-mode auto /srv/src /mnt/ws 2>/dev/null)
-autobox exec --workspace "$id" -- sh -c 'echo x > /mnt/ws/b'; echo "wsexec=$?"
+mkdir -p /root/proj && echo one > /root/proj/a.txt
+id=$(autobox ws create --copy-mode auto /root/proj /mnt/ws 2>/dev/null)
+autobox exec --workspace "$id" -- sh -c 'echo two > /mnt/ws/a.txt && echo new > /mnt/ws/b.txt && id -u'; echo "wsexec=$?"
+autobox ws status "$id"; echo "wsstatus=$?"
+autobox ws sync "$id" >/dev/null; echo "wssync=$?"; cat /root/proj/a.txt /root/proj/b.txt
+id=$(autobox ws create --copy-mode auto --storage /root/ws /root/proj /mnt/ws 2>/dev/null)
+autobox exec --workspace "$id" -- true; echo "wsroot=$?"
 `)
 	if code != 0 {
 		t.Fatalf("container exited %d:\n%s", code, out)
@@ -57,7 +62,10 @@ autobox exec --workspace "$id" -- sh -c 'echo x > /mnt/ws/b'; echo "wsexec=$?"
 		"uid 65534 cannot reach /root/src: /root (mode 0700, owner uid 0) refuses it", "rootmount=125",
 		"hi\nsrvmount=0", // the positive control: a mount it can reach
 		"uid 65534 cannot write /srv/src", "srvrw=125",
-		"a workspace's copy belongs to this server's uid (root)", "wsexec=125")
+		// Workspaces are given to uid 65534, in storage it can reach; one whose
+		// storage is below /root is refused, naming why.
+		"65534\nwsexec=0", "b.txt", "wsstatus=0", "wssync=0", "two\nnew\n",
+		"storage is out of its reach", "wsroot=125")
 	if strings.Contains(out, "hidden-survived") {
 		t.Errorf("the execute-only shell ran to its end:\n%s", out)
 	}
