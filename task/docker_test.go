@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -271,4 +272,56 @@ func TestDockerStopUsesRecordedKind(t *testing.T) {
 		t.Fatalf("cleanup: %d %s", code, out)
 	}
 	wantCalls(t, log, 3, "stop -t 10 "+name, "rm -f "+name)
+}
+
+// TestDockerUserGetsWorktree: --user UID:GID is given the worktree before the harness
+// starts: its files and directories, the top directory's group (group-writable, its
+// owner kept for host git), not the .git link file, and not a file with another hard
+// link (which may be outside the worktree).
+func TestDockerUserGetsWorktree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files to another uid")
+	}
+	root, tasks := newRepo(t), tasksDir(t)
+	d, err := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "img", User: "1000:1001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := workspaceT(t, d, "u")
+	writeFile(t, filepath.Join(wt, "new.txt"), "x")
+	outside := filepath.Join(t.TempDir(), "outside")
+	writeFile(t, outside, "secret")
+	if err := os.Link(outside, filepath.Join(wt, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mapOwner(wt); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) (int, int) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return int(st.Uid), int(st.Gid)
+	}
+	for _, rel := range []string{"README", "new.txt"} {
+		if u, g := owner(filepath.Join(wt, rel)); u != 1000 || g != 1001 {
+			t.Errorf("%s: %d:%d, want 1000:1001", rel, u, g)
+		}
+	}
+	for _, p := range []string{filepath.Join(wt, ".git"), outside} {
+		if u, _ := owner(p); u != 0 {
+			t.Errorf("%s was given away: uid %d", p, u)
+		}
+	}
+	fi, _ := os.Stat(wt)
+	if u, g := owner(wt); u != 0 || g != 1001 || fi.Mode().Perm()&0o070 != 0o070 {
+		t.Errorf("the worktree's top: %d:%d %v, want root's, group 1001 and group-writable", u, g, fi.Mode().Perm())
+	}
+	// A name, not a uid: passed to docker as it is, nothing given.
+	named, _ := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "img", User: "agent"})
+	if err := named.mapOwner(wt); err != nil {
+		t.Errorf("--user agent: %v", err)
+	}
 }

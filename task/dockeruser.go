@@ -13,8 +13,8 @@ import (
 // The docker kind's --user. A harness run as another uid than the worktree's owner
 // (the user who runs autobox) cannot write the worktree it is handed. So before the
 // harness starts, autobox gives the worktree's files and directories to that uid and
-// gid (UID:GID as `docker run --user` takes it, numerically), without following links,
-// and the worktree's top directory to that group, group-writable: the top stays its
+// gid (UID:GID as `docker run --user` takes it, numerically), without following links
+// and leaving files with other hard links alone, and the worktree's top directory to that group, group-writable: the top stays its
 // owner's, as host git requires (it refuses a worktree another user owns), and the
 // harness can create files in it through the group. The .git link file is left as git
 // wrote it. Only root may give files away: another user's autobox refuses a --user
@@ -62,6 +62,11 @@ func (d *Docker) mapOwner(worktree string) error {
 			return err
 		}
 		if path == worktree || (filepath.Dir(path) == worktree && e.Name() == ".git" && !e.IsDir()) {
+			return nil
+		}
+		// A file with other hard links may be one outside the worktree too: it
+		// stays its owner's.
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && linkCount(fi) > 1 {
 			return nil
 		}
 		return os.Lchown(path, uid, gid)
