@@ -66,7 +66,8 @@ Examples:
   autobox task workspace --id fix-123
   autobox task run --kind native --id fix-123 --env ANTHROPIC_API_KEY -- claude -p "fix the test"
   autobox task wrap --kind docker --image org/harness:1 --id fix-123 --json -- claude
-  autobox task endpoint --kind docker --id fix-123 --port 8700
+  autobox task endpoint --id fix-123 --port 8700
+  autobox task stop --id fix-123 --stop-grace 2s
   autobox task cleanup --id fix-123 --json
   autobox task list --project ~/src/app --json
 
