@@ -238,3 +238,19 @@ func writeTemp(t *testing.T, name string, data []byte) string {
 	}
 	return p
 }
+
+// searchableAbove lets every user search the directories from dir up to the temporary
+// directory, and dir itself (t.TempDir's are 0700): a root server without namespaces runs
+// commands as uid 65534, and refuses a mount that uid cannot reach.
+func searchableAbove(t *testing.T, dir string) {
+	t.Helper()
+	for d := dir; d != filepath.Dir(d) && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
