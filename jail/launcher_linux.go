@@ -102,7 +102,7 @@ func launch() int {
 	oomScore.settle()
 	var fwd *forwarder
 	if st.net != nil {
-		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken}
+		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken, lookups: reported{max: maxLookups}}
 		fwd.serve(st.net)
 	}
 	if st.guard != nil {

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -60,8 +61,7 @@ type unixGuard struct {
 	sem    chan struct{} // bounds connects in progress (a blocking one holds a thread)
 	diagMu sync.Mutex    // one sock_diag dump at a time on diag
 
-	mu      sync.Mutex
-	refused []string // targets refused, for the report
+	refused reported // targets refused, for the report
 }
 
 // maxGuardConnects bounds the connects the guard does at once; more wait.
@@ -96,19 +96,38 @@ const seccompIoctlNotifIDValid = 0x40082102
 // them from then on.
 func newUnixGuard(listener int, fds guardFDs, ownNet bool) *unixGuard {
 	return &unixGuard{listener: listener, root: fds.root, proc: fds.proc, diag: fds.diag, ownNet: ownNet, pidNS: fds.pidNS,
-		sem: make(chan struct{}, maxGuardConnects)}
+		sem: make(chan struct{}, maxGuardConnects), refused: reported{max: maxRefusedReported}}
 }
 
-// unixGuardAvailable reports whether this kernel has what the guard needs:
-// seccomp user notification (Linux 5.0) and pidfd_getfd (5.6). Without it
+// unixGuardAvailable reports whether the guard can work here: seccomp user
+// notification (Linux 5.0), and pidfd_open, pidfd_getfd (5.6) and
+// process_vm_readv allowed (Docker's default seccomp profile refuses the last
+// two without CAP_SYS_PTRACE), each tried on this process. Without it
 // socket(AF_UNIX) is refused unless the network is allowed, as before.
 var unixGuardAvailable = sync.OnceValue(func() bool {
 	action := uint32(seccompRetUserNotif)
 	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, seccompGetActionAvail, 0, uintptr(unsafe.Pointer(&action))); e != 0 {
 		return false
 	}
-	_, err := unix.PidfdGetfd(-1, 0, 0)
-	return !errors.Is(err, unix.ENOSYS)
+	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pidfd)
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(null)
+	fd, err := unix.PidfdGetfd(pidfd, null, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	var word, probe uint64 = 0, 42
+	n, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&word)), Len: 8}},
+		[]unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&probe)), Len: 8}}, 0)
+	return err == nil && n == 8 && word == 42
 })
 
 // UnixGuard reports whether commands' unix sockets are guarded here (they
@@ -219,7 +238,7 @@ func (g *unixGuard) connect(n *seccompNotif) unix.Errno {
 		}
 		return connectFor(sock, addr)
 	}
-	if i := indexByte(name, 0); i >= 0 {
+	if i := bytes.IndexByte(name, 0); i >= 0 {
 		name = name[:i]
 	}
 	p := string(name)
@@ -385,27 +404,14 @@ func readAt(dirfd int, p string) ([]byte, error) {
 }
 
 // refuse keeps a refused target for the report.
-func (g *unixGuard) refuse(target string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, t := range g.refused {
-		if t == target {
-			return
-		}
-	}
-	if len(g.refused) < maxRefusedReported {
-		g.refused = append(g.refused, target)
-	}
-}
+func (g *unixGuard) refuse(target string) { g.refused.add(target) }
 
 // refusedTargets returns the targets refused so far; g may be nil.
 func (g *unixGuard) refusedTargets() []string {
 	if g == nil {
 		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]string(nil), g.refused...)
+	return g.refused.list()
 }
 
 // kernelDev turns a device number as stat gives it into the kernel's own
@@ -420,15 +426,6 @@ func errnoOf(err error, fallback unix.Errno) unix.Errno {
 		return e
 	}
 	return fallback
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // printable is s with bytes outside printable ASCII escaped, for a report.
