@@ -585,6 +585,13 @@ func (r *privateRoot) seal() error {
 	if r.sealed {
 		return nil
 	}
+	// The guard's /proc, while the host's is still attached: in a user
+	// namespace the kernel mounts a proc only where one is fully visible.
+	if fd, err := detachedProc(); err == nil {
+		if old := sealedProc.Swap(int32(fd)); old >= 0 {
+			unix.Close(int(old))
+		}
+	}
 	unix.Close(r.oldRoot)
 	unix.Close(r.origNS)
 	// r.watch stays open (close-on-exec, the command does not get it): closing

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -461,7 +462,9 @@ func openGuardFDs() (guardFDs, error) {
 		return g, fmt.Errorf("opening the command's root: %w", err)
 	}
 	if g.pidNS {
-		g.proc, err = detachedProc()
+		if g.proc = int(sealedProc.Swap(-1)); g.proc < 0 {
+			g.proc, err = detachedProc()
+		}
 	} else if g.proc, err = unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		err = fmt.Errorf("opening /proc: %w", err)
 	}
@@ -475,6 +478,12 @@ func openGuardFDs() (guardFDs, error) {
 	}
 	return g, nil
 }
+
+// sealedProc is the detached proc a private root made before it sealed
+// itself (see privateRoot.seal), -1 if none: the guard's.
+var sealedProc atomic.Int32
+
+func init() { sealedProc.Store(-1) }
 
 // detachedProc mounts a proc of the calling thread's pid namespace (the
 // command's) that is attached nowhere: the guard reads it by descriptor,
