@@ -4,13 +4,7 @@
 // host and for every supported architecture.
 package seccomp
 
-import (
-	"cmp"
-	"fmt"
-	"slices"
-
-	"golang.org/x/net/bpf"
-)
+import "golang.org/x/net/bpf"
 
 // Filter return values (SECCOMP_RET_*) and errno numbers, identical on every
 // supported architecture.
@@ -195,13 +189,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	if !o.AllowNetwork {
 		add("socketpair", "socketpair")
 	}
-	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
-	for i := 1; i < len(table); i++ {
-		if table[i].val == table[i-1].val {
-			return nil, fmt.Errorf("seccomp: system call %d listed twice", table[i].val)
-		}
+	if err := p.dispatchTable(table, labelAllow); err != nil {
+		return nil, err
 	}
-	p.dispatch(table, labelAllow)
 
 	p.label("clone")
 	p.load(ArgLow(0))
