@@ -33,37 +33,48 @@ func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, fal
 // command without network may use TCP and UDP sockets (they reach nothing
 // outside it).
 func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) error {
-	st := Probe()
-	if err := st.Check(p); err != nil {
-		return err
-	}
-	loopback = loopback && !p.AllowNetwork
-	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
+	filter, err := restrictThreadExceptSeccomp(p, pr, privateRoot, loopback)
 	if err != nil {
 		return err
-	}
-	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	defer unix.Close(ruleset)
-
-	if err := dropUID(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if err := dropCapabilities(pr.isBounded()); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	if err := landlockRestrict(ruleset); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if _, err := loadFilter(filter, 0); err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	return nil
+}
+
+// restrictThreadExceptSeccomp is restrictThread but for its last step: it
+// returns the seccomp filter for the caller to load (a JS worker's spawner
+// has its child load it, after the namespaces are made).
+func restrictThreadExceptSeccomp(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) ([]unix.SockFilter, error) {
+	st := Probe()
+	if err := st.Check(p); err != nil {
+		return nil, err
+	}
+	loopback = loopback && !p.AllowNetwork
+	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
+	if err != nil {
+		return nil, err
+	}
+	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	defer unix.Close(ruleset)
+
+	if err := dropUID(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := dropCapabilities(pr.isBounded()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+	}
+	if err := landlockRestrict(ruleset); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	return filter, nil
 }
 
 // sandboxFilter returns the seccomp filter RestrictThread loads for o, built
@@ -89,37 +100,6 @@ func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
 	}
 	return sockFilter(raw), nil
-}
-
-// ForbidExecAllThreads makes execve and execveat fail with EPERM on every
-// thread of the process, now and later (SECCOMP_FILTER_FLAG_TSYNC), and sets
-// no_new_privs on all of them. The JS worker calls it after its one re-exec,
-// because V8 has started threads of its own by then.
-func ForbidExecAllThreads() error {
-	st := Probe()
-	if !st.Seccomp || st.SeccompArch == "" || !st.NoNewPrivs {
-		return fmt.Errorf("%w: seccomp %v, arch %q, no_new_privs %v", ErrUnsupported, st.Seccomp, st.SeccompArch, st.NoNewPrivs)
-	}
-	arch, _ := seccomp.ArchFor(runtime.GOARCH)
-	filter, err := seccomp.ForbidExec(arch)
-	if err != nil {
-		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
-	}
-	// no_new_privs is per thread and must be set on the thread that installs
-	// the filter; TSYNC then sets it on the others. Stay on one thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	tid, err := loadFilter(sockFilter(filter), unix.SECCOMP_FILTER_FLAG_TSYNC)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if tid != 0 {
-		return fmt.Errorf("%w: thread %d has a seccomp filter the caller lacks; TSYNC refused", ErrSandbox, tid)
-	}
-	return nil
 }
 
 func sockFilter(raw []bpf.RawInstruction) []unix.SockFilter {

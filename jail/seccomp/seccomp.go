@@ -266,20 +266,6 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	return p.program()
 }
 
-// ForbidExec returns a filter that fails execve and execveat with EPERM and
-// allows everything else (in the native ABI; other ABIs get ENOSYS).
-func ForbidExec(a *Arch) ([]bpf.RawInstruction, error) {
-	p := newAsm()
-	prologue(p, a)
-	for _, name := range []string{"execve", "execveat"} {
-		nr, _ := a.Nr(name)
-		p.jump(bpf.JumpEqual, nr, labelEPERM, "")
-	}
-	p.ret(RetAllow)
-	epilogue(p)
-	return p.program()
-}
-
 // prologue leaves the system call number in A, or returns ENOSYS for a call
 // that is not in a's native ABI.
 func prologue(p *asm, a *Arch) {
