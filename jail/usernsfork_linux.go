@@ -39,6 +39,7 @@ package jail
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -58,6 +59,7 @@ struct userns_child {
 	int ncaps;
 	int pdeathsig;
 	int close_others;    // close every descriptor past nfds-1 at the exec
+	unsigned long nproc; // RLIMIT_NPROC to set, or 0
 	const struct sock_fprog *filter; // installed right before the exec, or NULL
 	sigset_t oldmask;    // restored right before the exec
 	int err;             // errno of the failed step, 0 if the exec happened
@@ -131,6 +133,11 @@ static int userns_child(void *arg) {
 	// started the server) must not reach the child either.
 	if (c->close_others && syscall(SYS_close_range, c->nfds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		FAIL(11);
+	if (c->nproc > 0) {
+		struct rlimit rl = {c->nproc, c->nproc};
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &rl, NULL) < 0)
+			FAIL(12);
+	}
 	// Last: the filter may refuse what the steps above do (no_new_privs is
 	// the calling thread's already, or the kernel refuses the filter).
 	if (c->filter != NULL && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->filter) < 0)
@@ -180,7 +187,7 @@ import (
 )
 
 // userNSSteps names the child's steps for errors (see userns_child).
-var userNSSteps = []string{"clone", "setsid", "PR_SET_PDEATHSIG", "writing setgroups", "writing uid_map", "writing gid_map", "capset", "raising ambient capabilities", "placing descriptors", "exec", "installing the seccomp filter", "close_range"}
+var userNSSteps = []string{"clone", "setsid", "PR_SET_PDEATHSIG", "writing setgroups", "writing uid_map", "writing gid_map", "capset", "raising ambient capabilities", "placing descriptors", "exec", "installing the seccomp filter", "close_range", "setting RLIMIT_NPROC"}
 
 // forkUserNSLauncher starts exe with argv and env in new user, pid and IPC
 // namespaces, the caller's uid and gid mapped to themselves, launcherCaps
@@ -258,6 +265,7 @@ func vforkExec(s *vforkSpec) (int, error) {
 	if s.closeOthers {
 		c.close_others = 1
 	}
+	c.nproc = C.ulong(s.nproc)
 	// As syscall.ForkExec: no descriptor is half-made (without
 	// close-on-exec) while the child is made.
 	syscall.ForkLock.Lock()

@@ -28,7 +28,8 @@ import (
 //  2. The fork (WorkerSpawner.Start): the child is made in a user and a pid
 //     namespace of its own where the host allows it (see workerNamespaces),
 //     unmapped: inside it is uid 65534 with no capability after its exec, the
-//     only process in its pid namespace, and so can name no other process.
+//     only process in its pid namespace, and so can name no other process,
+//     and (for an ordinary user) has at most WorkerMaxThreads threads.
 //     It leads a session of its own, and loads the sandbox filter of
 //     commands (seccomp.Sandbox: no namespaces, no ptrace, no sockets but
 //     unix pairs, ...) right before it execs the worker.
@@ -98,8 +99,20 @@ func (s *WorkerSpawner) Restrict() error {
 // worker's pid. A failure to make the namespaces that the host allowed at
 // start-up fails this start only.
 func (s *WorkerSpawner) Start(exe string, argv, env []string, files []uintptr) (int, error) {
-	return vforkExec(&vforkSpec{exe: exe, argv: argv, env: env, files: files, cloneflags: s.ns.flags, filter: s.filter, closeOthers: true})
+	spec := &vforkSpec{exe: exe, argv: argv, env: env, files: files, cloneflags: s.ns.flags, filter: s.filter, closeOthers: true}
+	if s.ns.flags != 0 && unix.Geteuid() != 0 {
+		// In a user namespace of its own the kernel counts the worker's tasks
+		// alone against RLIMIT_NPROC (since Linux 5.14), so the limit bounds its
+		// threads: code that broke out of V8 cannot take the host's pids. Root's
+		// tasks are exempt; without a namespace the count would be the user's.
+		spec.nproc = WorkerMaxThreads
+	}
+	return vforkExec(spec)
 }
+
+// WorkerMaxThreads bounds a worker's threads where the kernel can (see Start):
+// V8's platform pool (at most 16) and Go's threads need a few dozen.
+const WorkerMaxThreads = 512
 
 // Isolation names the mode workers run in, as Isolation does for commands:
 // ModeRoot or ModeUserNS (a user and pid namespace of their own), or
@@ -234,4 +247,5 @@ type vforkSpec struct {
 	pdeathsig   syscall.Signal
 	filter      []unix.SockFilter // installed right before the exec
 	closeOthers bool              // no descriptor but files reaches the child
+	nproc       uint64            // RLIMIT_NPROC of the child (0: unchanged)
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,10 +69,32 @@ func workerHelperMain(jailed bool, probes []string) int {
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	say("pidns", ns)
 	say("fds", openFDs())
+	var nproc unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
+	say("nproc", strconv.FormatUint(nproc.Cur, 10))
 	if jailed {
 		say("enter", result(EnterWorker()))
 	}
 	for _, p := range probes {
+		if n, ok := strings.CutPrefix(p, "threads:"); ok {
+			// Threads that stay until the process ends, counted as they start:
+			// a refusal ends the process (Go cannot go on without its thread).
+			max, _ := strconv.Atoi(n)
+			debug.SetMaxThreads(max + 100)
+			for i := 1; i <= max; i++ {
+				up := make(chan struct{})
+				go func() {
+					runtime.LockOSThread()
+					close(up)
+					select {}
+				}()
+				<-up
+				say("thread", strconv.Itoa(i))
+				out.Flush()
+			}
+			say(p, "ok")
+			continue
+		}
 		say(p, workerProbe(jailed, p))
 		r := req{p, make(chan string)}
 		old <- r
@@ -340,6 +363,9 @@ func TestWorkerJailNativeCode(t *testing.T) {
 		if got["fds"] != "0,1,2,3" {
 			t.Errorf("the jailed helper has descriptors %s, want 0,1,2,3", got["fds"])
 		}
+		if ns && os.Geteuid() != 0 && got["nproc"] != strconv.Itoa(WorkerMaxThreads) {
+			t.Errorf("the jailed helper's RLIMIT_NPROC is %s, want %d", got["nproc"], WorkerMaxThreads)
+		}
 		self, _ := os.Readlink("/proc/self/ns/pid")
 		if ns {
 			expect(t, "namespaces", got, map[string]string{"pid": "1", "uid": "65534"})
@@ -437,9 +463,17 @@ func startVictim(t *testing.T) *exec.Cmd {
 }
 
 // runJailedHelper starts the helper as the supervisor starts a worker, with
-// file as its descriptor 3, and returns its results, its pid, its stderr and the
+// file as its descriptor 3 (none if negative), and returns its results, its pid, its stderr and the
 // status of each of its threads.
 func runJailedHelper(t *testing.T, file int, probes []string) (map[string]string, int, string, map[string]string) {
+	t.Helper()
+	text, pid, stderr, threads := runJailedHelperRaw(t, file, probes)
+	got := parseResults(t, text, append([]string{"pid", "uid", "pidns", "fds", "nproc", "enter", "ready"}, probes...))
+	return got, pid, stderr, threads
+}
+
+// runJailedHelperRaw is runJailedHelper with the helper's output as it came.
+func runJailedHelperRaw(t *testing.T, file int, probes []string) (string, int, string, map[string]string) {
 	t.Helper()
 	sp, err := NewWorkerSpawner(testExe(t))
 	if err != nil {
@@ -458,7 +492,11 @@ func runJailedHelper(t *testing.T, file int, probes []string) (map[string]string
 			return
 		}
 		env := []string{workerHelperEnv + "=jailed"}
-		pid, err = sp.Start(testExe(t), append([]string{testExe(t)}, probes...), env, []uintptr{inR.Fd(), outW.Fd(), errW.Fd(), uintptr(file)})
+		fds := []uintptr{inR.Fd(), outW.Fd(), errW.Fd()}
+		if file >= 0 {
+			fds = append(fds, uintptr(file))
+		}
+		pid, err = sp.Start(testExe(t), append([]string{testExe(t)}, probes...), env, fds)
 		started <- err
 	}()
 	err = <-started
@@ -492,8 +530,7 @@ func runJailedHelper(t *testing.T, file int, probes []string) (map[string]string
 	}
 	outR.Close()
 	stderr := <-errc
-	got := parseResults(t, text.String(), append([]string{"pid", "uid", "pidns", "fds", "enter", "ready"}, probes...))
-	return got, pid, stderr, threads
+	return text.String(), pid, stderr, threads
 }
 
 // runControlHelper runs the helper unjailed with file as its descriptor 3.
@@ -514,6 +551,46 @@ func runControlHelper(t *testing.T, file int, probes []string) map[string]string
 		t.Fatalf("control helper: %v\n%s", err, out)
 	}
 	return parseResults(t, string(out), probes)
+}
+
+// TestWorkerThreadLimit: in a user namespace of its own, an ordinary user's worker
+// cannot make more than WorkerMaxThreads threads (code that broke out of V8 could
+// otherwise take the host's pids); unjailed, the same helper makes more.
+func TestWorkerThreadLimit(t *testing.T) {
+	requireJail(t)
+	if os.Geteuid() == 0 {
+		t.Skip("root's tasks are exempt from RLIMIT_NPROC: the limit is the ordinary user's")
+	}
+	sp, err := NewWorkerSpawner(testExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.NoNamespacesWhy() != "" {
+		t.Skipf("workers get no user namespace here: %s", sp.NoNamespacesWhy())
+	}
+	probe := fmt.Sprintf("threads:%d", WorkerMaxThreads+100)
+	text, _, stderr, _ := runJailedHelperRaw(t, -1, []string{probe})
+	last := 0
+	for _, l := range strings.Split(text, "\n") {
+		if n, ok := strings.CutPrefix(l, "thread\t"); ok {
+			last, _ = strconv.Atoi(n)
+		}
+	}
+	if strings.Contains(text, probe+"\tok") || last >= WorkerMaxThreads || last == 0 {
+		t.Errorf("the jailed helper made %d threads (limit %d):\n%s", last, WorkerMaxThreads, stderr)
+	}
+	t.Logf("the jailed helper made %d threads before the kernel refused one", last)
+	if !strings.Contains(stderr, "Resource temporarily unavailable") {
+		t.Errorf("the helper did not end at a refused thread:\n%s", stderr)
+	}
+	// The positive control: the same helper, unjailed, makes them all.
+	ctl := exec.Command(testExe(t), probe)
+	ctl.Env = []string{workerHelperEnv + "=control"}
+	ctl.Stdin = strings.NewReader("")
+	out, err := ctl.Output()
+	if err != nil || !strings.Contains(string(out), probe+"\tok") {
+		t.Errorf("control: %v\n%s", err, out)
+	}
 }
 
 // TestWorkerRefusals reads the SIGSYS handler's reports back by name.
