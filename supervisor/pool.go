@@ -272,11 +272,21 @@ func (p *pool) start() (*jsWorker, error) {
 	p.mu.Lock()
 	p.live[w] = true
 	p.mu.Unlock()
+	copied := make(chan struct{})
 	go func() {
-		// The worker cannot fork: its stderr ends when it does.
 		_, _ = io.Copy(w.stderr, errR)
-		errR.Close()
+		close(copied)
+	}()
+	go func() {
 		w.state, _ = w.proc.Wait()
+		// A jailed worker cannot fork, so its stderr ends with it; an unjailed
+		// one's children may hold it: what they write later is not the worker's.
+		select {
+		case <-copied:
+		case <-time.After(time.Second):
+		}
+		errR.Close()
+		<-copied
 		p.mu.Lock()
 		delete(p.live, w)
 		p.mu.Unlock()
