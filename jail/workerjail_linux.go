@@ -17,16 +17,16 @@ import (
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// The JS worker's jail. A worker runs code a model wrote in V8 11.1 (2023),
-// so it is built for a script that has turned into native code in the
-// worker. In the order a worker meets them:
+// The JS worker's jail. A worker runs code a model wrote in the V8 v8go
+// links (10.9, 2022: see SECURITY.md), so it is built for a script that has
+// turned into native code in the worker. In the order a worker meets them:
 //
 //  1. The spawner thread (WorkerSpawner.Restrict, on a thread of the server
 //     that exits once the worker runs): capabilities dropped, no_new_privs,
 //     Landlock allowing only to read and execute the autobox binary and the
 //     libraries it maps.
 //  2. The fork (WorkerSpawner.Start): the child is made in a user and a pid
-//     namespace of its own where the host allows it (see workerNamespaces),
+//     namespace of its own where the host allows it (see probeNamespaces),
 //     unmapped: inside it is uid 65534 with no capability after its exec, the
 //     only process in its pid namespace, and so can name no other process,
 //     and (for an ordinary user) has at most WorkerMaxThreads threads.
