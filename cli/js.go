@@ -21,7 +21,7 @@ stdin is not a terminal), or from -e.
 
 Prints the result value as JSON on stdout and console output on stderr. With --json
 it prints the whole result object {ok, result, error, logs, durationMs, readBytes,
-writeBytes} on stdout instead.
+writeBytes, isolation} on stdout instead (isolation: the jail the worker ran in).
 
 ` + exitCodesHelp + `
 Examples:

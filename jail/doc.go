@@ -2,9 +2,10 @@
 // no_new_privs on one locked OS thread (RestrictThread), inherited by what
 // that thread starts, and process trees run through a launcher role of the
 // autobox binary (`autobox worker exec`, LauncherMain) that can kill
-// everything a command spawns (Start, Pool, Tree). ForbidExecAllThreads is
-// the JS worker's process-wide exec ban. Raw seccomp programs are assembled
-// in jail/seccomp. Other platforms compile a stub that fails closed.
+// everything a command spawns (Start, Pool, Tree). WorkerSpawner and
+// EnterWorker are the JS worker's jail (workerjail_linux.go). Raw seccomp
+// programs are assembled in jail/seccomp. Other platforms compile a stub
+// that fails closed.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without

@@ -23,8 +23,8 @@ func Probe() Status {
 // RestrictThread fails: nothing can be enforced here.
 func RestrictThread(p *policy.Sandbox) error { return errPlatform }
 
-// ForbidExecAllThreads fails: nothing can be enforced here.
-func ForbidExecAllThreads() error { return errPlatform }
+// WorkerRefusals finds nothing: no JS worker has a seccomp filter here.
+func WorkerRefusals(stderr []byte) []string { return nil }
 
 // Tree is never created on this platform.
 type Tree struct{}

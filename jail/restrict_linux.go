@@ -34,39 +34,17 @@ func RestrictThread(p *policy.Sandbox) error {
 // nothing); privateRoot says the thread's root holds only p's paths (see
 // privateRoot); guarded that its unix sockets are to be its own, guarded (see
 // unixGuard): restrictThread then returns the guard's seccomp listener, else
-// -1; placed are the files the call put in that root over
-// base paths (see prepared.ruleset); tracing allows ptrace of its own processes (a
-// command's, not a JS worker's); loopback says it is in a network namespace of its own
+// -1; placed are the files the call put in that root over base paths (see
+// prepared.ruleset); tracing allows ptrace of its own processes (a command's,
+// not a JS worker's); loopback says it is in a network namespace of its own
 // with loopback alone, where a command without network may use TCP and UDP
 // sockets (they reach nothing outside it).
 func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
-	st := Probe()
-	if err := st.Check(p); err != nil {
-		return -1, err
-	}
 	loopback = loopback && !p.AllowNetwork
 	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
-	filter, err := sandboxFilter(o)
+	filter, err := restrictThreadExceptSeccomp(p, pr, placed, o, loopback)
 	if err != nil {
 		return -1, err
-	}
-	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback, placed)
-	if err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	defer unix.Close(ruleset)
-
-	if err := dropUID(); err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if err := dropCapabilities(pr.isBounded()); err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return -1, fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	if err := landlockRestrict(ruleset); err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if !o.GuardUnix {
 		if _, err := loadFilter(filter, 0); err != nil {
@@ -85,6 +63,39 @@ func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoo
 		return -1, fmt.Errorf("%w: a seccomp filter with a listener for the unix socket guard: %w", ErrSandbox, err)
 	}
 	return listener, nil
+}
+
+// restrictThreadExceptSeccomp is restrictThread but for its last step: it
+// returns the seccomp filter of o for the caller to load (a JS worker's
+// spawner has its child load it, after the namespaces are made).
+func restrictThreadExceptSeccomp(p *policy.Sandbox, pr *prepared, placed []string, o seccomp.Options, loopback bool) ([]unix.SockFilter, error) {
+	st := Probe()
+	if err := st.Check(p); err != nil {
+		return nil, err
+	}
+	filter, err := sandboxFilter(o)
+	if err != nil {
+		return nil, err
+	}
+	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback, placed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	defer unix.Close(ruleset)
+
+	if err := dropUID(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := dropCapabilities(pr.isBounded()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+	}
+	if err := landlockRestrict(ruleset); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	return filter, nil
 }
 
 // sandboxFilter returns the seccomp filter RestrictThread loads for o, built
@@ -110,37 +121,6 @@ func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
 	}
 	return sockFilter(raw), nil
-}
-
-// ForbidExecAllThreads makes execve and execveat fail with EPERM on every
-// thread of the process, now and later (SECCOMP_FILTER_FLAG_TSYNC), and sets
-// no_new_privs on all of them. The JS worker calls it after its one re-exec,
-// because V8 has started threads of its own by then.
-func ForbidExecAllThreads() error {
-	st := Probe()
-	if !st.Seccomp || st.SeccompArch == "" || !st.NoNewPrivs {
-		return fmt.Errorf("%w: seccomp %v, arch %q, no_new_privs %v", ErrUnsupported, st.Seccomp, st.SeccompArch, st.NoNewPrivs)
-	}
-	arch, _ := seccomp.ArchFor(runtime.GOARCH)
-	filter, err := seccomp.ForbidExec(arch)
-	if err != nil {
-		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
-	}
-	// no_new_privs is per thread and must be set on the thread that installs
-	// the filter; TSYNC then sets it on the others. Stay on one thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	tid, err := loadFilter(sockFilter(filter), unix.SECCOMP_FILTER_FLAG_TSYNC)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if tid != 0 {
-		return fmt.Errorf("%w: thread %d has a seccomp filter the caller lacks; TSYNC refused", ErrSandbox, tid)
-	}
-	return nil
 }
 
 func sockFilter(raw []bpf.RawInstruction) []unix.SockFilter {

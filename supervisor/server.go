@@ -138,14 +138,13 @@ func New(opts Options) (*Server, error) {
 	case size < 0:
 		size = 0
 	}
-	argv, prepare, err := workerLaunch(exe, s.log)
-	if err != nil {
-		return nil, err
+	wj := unjailedWorkers(exe)
+	if !opts.noWorkerJail {
+		if wj, err = workerLaunch(exe, s.log); err != nil {
+			return nil, err
+		}
 	}
-	if opts.noWorkerJail {
-		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
-	}
-	if s.pool, err = newPool(argv, prepare, size, opts.Throughput, s.log); err != nil {
+	if s.pool, err = newPool(wj, size, opts.Throughput, s.log); err != nil {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)

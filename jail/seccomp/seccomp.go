@@ -5,9 +5,7 @@
 package seccomp
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"golang.org/x/net/bpf"
 )
@@ -237,13 +235,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		}
 		add("connect", "notify")
 	}
-	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
-	for i := 1; i < len(table); i++ {
-		if table[i].val == table[i-1].val {
-			return nil, fmt.Errorf("seccomp: system call %d listed twice", table[i].val)
-		}
+	if err := p.dispatchTable(table, labelAllow); err != nil {
+		return nil, err
 	}
-	p.dispatch(table, labelAllow)
 
 	p.label("clone")
 	p.load(ArgLow(0))
@@ -344,20 +338,6 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.ret(RetErrno(EAFNOSUPPORT))
 	p.label(labelEOPNOTSUPP)
 	p.ret(RetErrno(EOPNOTSUPP))
-	epilogue(p)
-	return p.program()
-}
-
-// ForbidExec returns a filter that fails execve and execveat with EPERM and
-// allows everything else (in the native ABI; other ABIs get ENOSYS).
-func ForbidExec(a *Arch) ([]bpf.RawInstruction, error) {
-	p := newAsm()
-	prologue(p, a)
-	for _, name := range []string{"execve", "execveat"} {
-		nr, _ := a.Nr(name)
-		p.jump(bpf.JumpEqual, nr, labelEPERM, "")
-	}
-	p.ret(RetAllow)
 	epilogue(p)
 	return p.program()
 }

@@ -236,29 +236,6 @@ func TestStreamPairsOnly(t *testing.T) {
 	}
 }
 
-func TestForbidExecFilter(t *testing.T) {
-	for _, a := range []*Arch{AMD64, ARM64} {
-		t.Run(a.Name, func(t *testing.T) {
-			raw, err := ForbidExec(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls := []call{
-				{name: "execve", want: eperm},
-				{name: "execveat", want: eperm},
-				{name: "clone", want: allow},
-				{name: "socket", args: []uint64{2}, want: allow},
-				{name: "ptrace", want: allow},
-				{arch: AuditArchI386, nr: 11, want: enosys},
-			}
-			if a.X32 {
-				calls = append(calls, call{nr: x32SyscallBit | 520, want: enosys}) // x32 execve
-			}
-			run(t, raw, a, calls)
-		})
-	}
-}
-
 func TestEveryDeniedCallIsKnown(t *testing.T) {
 	for _, name := range Denied {
 		_, onAMD := AMD64.Nr(name)
