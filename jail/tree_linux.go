@@ -54,6 +54,10 @@ type Tree struct {
 	// ipc is the memory of the System V objects of the launcher's IPC
 	// namespace, as it last reported (ipcwatch_linux.go).
 	ipc atomic.Int64
+	// shmemBase is what the memory cgroup counted of tmpfs when the command
+	// started (the private root's own files, placed by the launcher), plus
+	// one; 0 before the start. See Shmem.
+	shmemBase atomic.Int64
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -405,6 +409,7 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
+			t.shmemBase.Store(t.cgroup.shmem() + 1)
 		case msgIPC:
 			t.ipc.Store(m.IPC)
 		case msgSpawnError:

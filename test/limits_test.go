@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -167,6 +168,11 @@ func writeFiles(dir string, n, mb int) []string {
 	return bash(fmt.Sprintf(`cd %s && for i in $(seq %d); do dd if=/dev/zero of=f$i bs=1M count=%d status=none || exit 9; sleep 0.05; done; echo wrote`, dir, n, mb))
 }
 
+// scratchListed is the listing of the files a disk-limit kill left in the scratch
+// dir: f1 and f2 of writeFiles in $TMPDIR, named /tmp/f1 where the command had a
+// private root (its /tmp), f1 where $TMPDIR was the scratch dir itself.
+var scratchListed = regexp.MustCompile(`files in the scratch dir \(\$HOME, \$TMPDIR\), removed with the call: (/tmp/)?f1 \(8\.0 MB\), (/tmp/)?f2 \(8\.0 MB\)`)
+
 // TestLimitDisk: bytes written to a rw mount (on a small XFS image or a tmpfs the
 // test makes, never the machine's own disk) and to the scratch dir ($TMPDIR, put on
 // such an image too) count against maxWriteMb: past it the call is killed, the files
@@ -223,7 +229,7 @@ func TestLimitDisk(t *testing.T) {
 					t.Errorf("%s: %s written before the kill: %v", p.name, f, err)
 				}
 			}
-		} else if !strings.Contains(o.Stderr, "files in the scratch dir ($HOME, $TMPDIR), removed with the call: f1 (8.0 MB), f2 (8.0 MB)") {
+		} else if !scratchListed.MatchString(o.Stderr) {
 			t.Errorf("%s: the files written before the kill are not listed: %q", p.name, o.Stderr)
 		}
 		clean(t, p.host)
