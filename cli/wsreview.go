@@ -20,6 +20,8 @@ var (
 	// `action "sync" with paths`, without a list.
 	toolStepAny = lazyre.New(`action "(\w+)" with paths\b`)
 	statusDiff  = lazyre.New(`status \(diff: true\)`)
+	// `copy_then_sync action "discard"`, an action without paths.
+	toolAction = lazyre.New(`copy_then_sync action "(\w+)"`)
 )
 
 // wsSay rewrites the steps a workspace text names in the tool's parameters into
@@ -37,6 +39,7 @@ func wsSay(text, id string) string {
 		return "autobox ws " + sub[1] + " " + id + " " + strings.Join(paths, " ")
 	})
 	text = toolStepAny().ReplaceAllString(text, "autobox ws $1 "+id+" PATH...")
+	text = toolAction().ReplaceAllString(text, "autobox ws $1 "+id)
 	return statusDiff().ReplaceAllString(text, "autobox ws status --diff "+id)
 }
 
