@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"golang.org/x/sys/unix"
+	"os"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -46,6 +47,8 @@ func prepare(base *policy.Sandbox) *prepared {
 	if inUserNS {
 		warmThreads()
 		nprocPerUserNS() // known before the call (applyNproc)
+	} else if wantHostNproc() && os.Getuid() != 0 {
+		warmThreads() // before the call's limit (applyHostNproc)
 	}
 	if wantPrivateRoot() {
 		// In a user namespace the launcher cannot go back to the host's

@@ -49,8 +49,11 @@ type Tree struct {
 	// nproc: RLIMIT_NPROC holds the command to its process limit (see
 	// applyNproc), set before the spec is sent.
 	nproc bool
-	// nprocLimit is the RLIMIT_NPROC the launcher reported it set.
+	// nprocLimit is the RLIMIT_NPROC the launcher reported it set (in a user
+	// namespace, or on the host's count: nprochost_linux.go).
 	nprocLimit atomic.Int64
+	// processes is the spec's Limits.Processes (0: none), set before it is sent.
+	processes int
 	// ipc is the memory of the System V objects of the launcher's IPC
 	// namespace, as it last reported (ipcwatch_linux.go).
 	ipc atomic.Int64
@@ -201,6 +204,9 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
 	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe && nprocPerUserNS()
+	if spec.Limits != nil {
+		t.processes = spec.Limits.Processes
+	}
 	// Fd puts the files into blocking mode; the command shares that mode.
 	fds := make([]int, len(files))
 	for i, f := range files {
