@@ -3,11 +3,12 @@ package jail
 import (
 	"errors"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/internal/rlimit"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -24,13 +25,17 @@ import (
 // launcher sets it, right before it forks the command, to the tasks that uid
 // has now plus maxProcesses plus a margin (hostNprocMargin): the tree can grow
 // past maxProcesses, where the watchdog ends it as before, but not much
-// further, however late the watchdog's poll. The count is a scan of /proc; a
-// /proc that shows fewer of the user's tasks than the kernel counts (hidepid,
-// a container sharing the host's users) would make the limit too low, so
-// before setting it the launcher has the kernel check the count: a fork is
-// tried with the limit at the count plus the margin, and where the kernel
-// refuses it, the count is taken again once, and if refused again the call
-// runs on the watchdog alone, as before.
+// further, however late the watchdog's poll.
+//
+// The count is the kernel's own, found by asking it: with the soft limit at
+// n (the hard one kept, so that it can be put back) a fork succeeds exactly
+// when the user has fewer than n tasks. The launcher starts from the count
+// the previous call's launcher found (hostTasksEnv, passed at its spawn),
+// confirms it within the margin with two forks (0.2 ms each; a scan of /proc
+// took 1 to 15 ms, and misses what /proc hides: hidepid, a container sharing
+// the host's users), and bisects otherwise (about 17 forks, the first call).
+// The forks exec nothing, and the launcher's spare threads are made first:
+// while the soft limit is low it could make no thread.
 //
 // What it costs: a call may be refused forks below maxProcesses when the
 // user's other processes (its other calls among them) grew by more than the
@@ -50,49 +55,88 @@ import (
 // quarter of maxProcesses (5 of 20) did not on a busy machine.
 const hostNprocMargin = 64
 
+// hostTasksEnv passes a launcher the user's task count the last launcher
+// found, to start from.
+const hostTasksEnv = "AUTOBOX_HOST_TASKS"
+
+// hostTasksHint is the count the last call's launcher reported (see
+// Tree.readStatus), for the next launchers' hostTasksEnv; 0 before any.
+var hostTasksHint atomic.Int64
+
 // wantHostNproc reports whether this launcher holds its command's process
 // limit with RLIMIT_NPROC on the host's count: no user namespace, no pid
 // namespace (a root launcher is its init), no pids cgroup.
 func wantHostNproc() bool { return !inUserNS && os.Getpid() != 1 && pidsMaxFD < 0 }
 
 // applyHostNproc sets RLIMIT_NPROC for the command about to be forked from
-// the calling thread (see above). A count the kernel does not confirm leaves
-// the limit unset: the watchdog holds maxProcesses alone, as it did before.
+// the calling thread (see above), and reports it in nprocSet. Where the
+// kernel's count cannot be found, the limit is left unset: the watchdog holds
+// maxProcesses alone, as it did before.
 func applyHostNproc(l *policy.Limits) error {
 	if !wantHostNproc() || l == nil || l.Processes <= 0 {
 		return nil
 	}
-	uid := unix.Getuid() // this thread's: the command's uid, dropped already where root drops it
-	if uid == 0 {
+	if unix.Getuid() == 0 { // this thread's: the command's uid, dropped already where root drops it
 		return nil // the kernel does not limit root's forks
 	}
 	if !threadsWarm {
-		warmThreads() // its later threads count against the limit too
+		warmThreads()
 	}
 	var cur unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
 		return nil
 	}
-	margin := hostNprocMargin
-	for attempt := 0; attempt < 2; attempt++ {
-		tasks, err := userTasks(uid)
-		if err != nil {
-			return nil
-		}
-		limit := uint64(tasks + l.Processes + margin)
-		if limit >= cur.Max {
-			return nil // the user's own hard limit is lower already
-		}
-		if forkRefusedAt(uint64(tasks+margin), cur) {
-			continue // more tasks than /proc shows, or many started meanwhile
-		}
-		if err := rlimit.Set(unix.RLIMIT_NPROC, limit, limit); err != nil {
-			return err
-		}
-		nprocSet = int(limit)
-		return nil
+	hint, err := strconv.Atoi(os.Getenv(hostTasksEnv))
+	if err != nil {
+		hint = -1
 	}
+	// No user has more tasks than the kernel has pids (PID_MAX_LIMIT).
+	hard := int(min(cur.Max, 1<<22))
+	tasks, ok := searchTasks(hint, hard, hostNprocMargin, func(n int) bool { return forkRefusedAt(uint64(n), cur) })
+	if !ok {
+		return nil // at the user's own hard limit already
+	}
+	limit := uint64(tasks + l.Processes + hostNprocMargin)
+	if limit >= cur.Max {
+		return nil // the user's own hard limit is lower already
+	}
+	if err := rlimit.Set(unix.RLIMIT_NPROC, limit, limit); err != nil {
+		return err
+	}
+	nprocSet = int(limit)
 	return nil
+}
+
+// searchTasks finds, within margin, how many tasks the kernel counts for the
+// user, from refused(n): whether a fork is refused with the soft limit at n,
+// which holds exactly while the count is n or more. It returns up, which the
+// count is below and at most margin above; ok is false if the count is hard
+// or more. hint (-1: none) is tried first, at hint+margin and hint.
+func searchTasks(hint, hard, margin int, refused func(int) bool) (up int, ok bool) {
+	lo, up := 0, -1 // the count is lo or more, and below up once up >= 0
+	try := func(n int) {
+		if refused(n) {
+			lo = max(lo, n)
+		} else if up < 0 || n < up {
+			up = n
+		}
+	}
+	if hint >= 0 && hint+margin < hard {
+		try(hint + margin)
+		if up >= 0 && hint > lo {
+			try(hint)
+		}
+	}
+	if up < 0 {
+		if refused(hard) {
+			return 0, false
+		}
+		up = hard
+	}
+	for up-lo > margin {
+		try(lo + (up-lo)/2)
+	}
+	return up, true
 }
 
 // forkRefusedAt reports whether the kernel refuses the calling thread a fork
@@ -107,41 +151,24 @@ func forkRefusedAt(n uint64, cur unix.Rlimit) bool {
 	return errors.Is(err, syscall.EAGAIN)
 }
 
-// userTasks counts the tasks (threads) of the processes /proc shows whose
-// real uid is uid, as the kernel counts them for RLIMIT_NPROC. A process's
-// directory is owned by its effective uid, or by root while it is not
-// dumpable (as launchers are): only those owned by uid or root are read.
-func userTasks(uid int) (int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return 0, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return 0, err
-	}
-	buf := make([]byte, 4096)
-	n := 0
-	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		dir := "/proc/" + name
-		var st unix.Stat_t
-		if unix.Stat(dir, &st) != nil || int(st.Uid) != uid && st.Uid != 0 {
-			continue
-		}
-		status := procfs.Read(dir+"/status", buf)
-		if procfs.LineValue(status, "Uid:") == int64(uid) { // the real uid, first of four
-			n += int(procfs.LineValue(status, "Threads:"))
-		}
-	}
-	return n, nil
-}
-
 // hostCeiling is ProcessCeiling where the launcher set RLIMIT_NPROC on the
 // host's count: the kernel lets the tree have maxProcesses and the margin
 // only while the user's other tasks stay as many as they were, so a tree that
 // stays at maxProcesses is taken as held there (see watchdog.CeilingHold).
 func (t *Tree) hostCeiling() int { return t.processes }
+
+// noteHostTasks keeps the count a launcher that set RLIMIT_NPROC on the host's
+// count found, nproc its limit, for the next launchers (hostTasksEnv).
+func (t *Tree) noteHostTasks(nproc int) {
+	if !t.userns && nproc > 0 {
+		hostTasksHint.Store(int64(nproc - t.processes - hostNprocMargin))
+	}
+}
+
+// hostTasksArg is the hostTasksEnv setting for a launcher spawned now, or "".
+func hostTasksArg() string {
+	if h := hostTasksHint.Load(); h > 0 {
+		return hostTasksEnv + "=" + strconv.FormatInt(h, 10)
+	}
+	return ""
+}

@@ -9,20 +9,29 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// userTasks counts what /proc shows of this uid's tasks: at least this
-// process's threads, at most every task on the machine.
-func TestUserTasks(t *testing.T) {
-	n, err := userTasks(os.Getuid())
-	if err != nil {
-		t.Fatal(err)
+// searchTasks finds the kernel's count within the margin, from any hint: a
+// right one costs two forks, a wrong one or none a bisection.
+func TestSearchTasks(t *testing.T) {
+	for _, c := range []struct{ count, hint, maxTries int }{
+		{count: 300, hint: 290, maxTries: 2},
+		{count: 300, hint: 300, maxTries: 2},
+		{count: 300, hint: 240, maxTries: 20},
+		{count: 300, hint: 5000, maxTries: 20},
+		{count: 300, hint: -1, maxTries: 20},
+		{count: 0, hint: -1, maxTries: 20},
+		{count: 90000, hint: 12, maxTries: 20},
+	} {
+		tries := 0
+		up, ok := searchTasks(c.hint, 96367, 64, func(n int) bool { tries++; return c.count >= n })
+		if !ok || up <= c.count || up > c.count+64 || tries > c.maxTries {
+			t.Errorf("count %d, hint %d: up %d, ok %v after %d forks; want the count below up, up at most 64 above, in %d forks at most", c.count, c.hint, up, ok, tries, c.maxTries)
+		}
 	}
-	own := int(procfs.LineValue(procfs.Read("/proc/self/status", make([]byte, 4096)), "Threads:"))
-	if n < own || n > totalTasks(t) {
-		t.Fatalf("userTasks %d: want at least this process's %d threads, at most the machine's %d tasks", n, own, totalTasks(t))
+	if _, ok := searchTasks(-1, 1000, 64, func(n int) bool { return n <= 1000 }); ok {
+		t.Error("a user at the hard limit already: want not ok")
 	}
 }
 
@@ -81,31 +90,32 @@ func TestHostNproc(t *testing.T) {
 		return `$| = 1; pipe(R, W); for $i (1..` + strconv.Itoa(n) + `) { my $p = fork; if (!defined $p) { print "fork $i: $!\n"; exit 3 } if ($p == 0) { close W; <R>; exit } } print "forked ` + strconv.Itoa(n) + `\n"`
 	}
 
-	before, _ := userTasks(os.Getuid())
 	var cur unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NPROC, &cur) != nil || cur.Max < uint64(totalTasks(t)+2000) {
 		t.Skipf("this user's hard RLIMIT_NPROC (%d) is about the machine's tasks already", cur.Max)
 	}
 	got, tree := run(&policy.Limits{Processes: 30, WriteBytes: -1}, `open(L, "/proc/self/limits") or die "open: $!"; while (<L>) { print if /^Max processes/ }`)
-	after, _ := userTasks(os.Getuid())
 	f := strings.Fields(strings.TrimPrefix(got, "Max processes"))
 	if len(f) < 2 {
 		t.Fatalf("limits: %q", got)
 	}
 	soft, err1 := strconv.Atoi(f[0])
 	hard, err2 := strconv.Atoi(f[1])
-	// The user's tasks move between the counts (other tests of this user run
-	// beside this one): at least maxProcesses and the margin, at most every
-	// task of the machine besides, and far below the user's own limit.
-	low, high := 30+hostNprocMargin, totalTasks(t)+30+hostNprocMargin+1000
+	// At least maxProcesses and the margin above the user's tasks (one at
+	// least: the launcher), at most every task of the machine (with room for
+	// other tests of this user) and twice the margin above.
+	low, high := 1+30+hostNprocMargin, totalTasks(t)+30+2*hostNprocMargin+1000
 	if err1 != nil || err2 != nil || soft != hard || soft < low || soft > high {
-		t.Fatalf("RLIMIT_NPROC %q: want soft and hard between %d and %d (the user had %d to %d tasks, maxProcesses 30, the margin %d)", got, low, high, before, after, hostNprocMargin)
+		t.Fatalf("RLIMIT_NPROC %q: want soft and hard between %d and %d (maxProcesses 30, the margin %d)", got, low, high, hostNprocMargin)
 	}
 	if n := tree.ForksRefused(); n != -1 {
 		t.Errorf("ForksRefused %d: want -1 (refused by RLIMIT_NPROC, uncounted)", n)
 	}
 	if c := tree.ProcessCeiling(); c != 30 {
 		t.Errorf("ProcessCeiling %d: want maxProcesses, 30", c)
+	}
+	if h := int(hostTasksHint.Load()); h != soft-30-hostNprocMargin {
+		t.Errorf("the count kept for the next launcher: %d, want %d", h, soft-30-hostNprocMargin)
 	}
 
 	// The kernel refuses what the watchdog would have to catch: far more

@@ -319,6 +319,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if uid, _, drop := CommandCredential(); drop {
 		env = append(env[:len(env):len(env)], dropUIDEnv+"="+strconv.Itoa(uid))
 	}
+	if h := hostTasksArg(); h != "" && mode == nsNone {
+		env = append(env[:len(env):len(env)], h) // nprochost_linux.go
+	}
 	if t.pidns {
 		// A pid namespace, and an IPC namespace, so that System V segments
 		// and POSIX message queues die with the call.
@@ -411,6 +414,7 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
+			t.noteHostTasks(m.Nproc)
 		case msgIPC:
 			t.ipc.Store(m.IPC)
 		case msgSpawnError:

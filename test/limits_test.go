@@ -419,7 +419,8 @@ func TestLimitUsage(t *testing.T) {
 	if !within(o.Usage.MaxRSSMb, 100) {
 		t.Errorf("100 MB held for 0.5 s: usage %+v (%s)", o.Usage, o.Stderr)
 	}
-	o = s.limited(map[string]any{"command": bash("for i in $(seq 8); do sleep 0.5 & done; wait"), "timeoutMs": 10000})
+	// The sleeps outlast the slowest start of the 8 on a busy machine.
+	o = s.limited(map[string]any{"command": bash("for i in $(seq 8); do sleep 3 & done; wait"), "timeoutMs": 30000})
 	if o.Usage.Processes != 9 {
 		t.Errorf("8 sleeps and their shell: usage %+v", o.Usage)
 	}
