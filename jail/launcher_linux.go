@@ -322,6 +322,9 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err := applyNproc(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
+	if err := applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}

@@ -29,7 +29,7 @@ func (t *Tree) endFigures() endFigures {
 // limit so far (0 where the command has no pids cgroup). Safe to call at any
 // time; after Wait, the count at the end.
 func (t *Tree) ForksRefused() int {
-	if t.nproc {
+	if t.nproc || t.nprocLimit.Load() > 0 {
 		return -1 // RLIMIT_NPROC refuses them, uncounted
 	}
 	select {
