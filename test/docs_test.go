@@ -1,3 +1,5 @@
+//go:build linux
+
 package test
 
 // The docs as tests: the README's client snippets name the binary `make install`
