@@ -70,6 +70,8 @@ func prepare(base *policy.Sandbox) *prepared {
 				if !errors.Is(pr.rootErr, errRootSetup) {
 					return pr // the thread is not usable: every spec fails
 				}
+			} else {
+				pr.root.makeGuardProc()
 			}
 		}
 	}
