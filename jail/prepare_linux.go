@@ -2,9 +2,10 @@ package jail
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"os"
 	"slices"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
 )
