@@ -454,12 +454,14 @@ type sysPaths struct {
 	etc                     *etcsecrets.Scanner // the secrets of /etc, as it is now
 }
 
-// hidden are the secrets of /etc now (see etcsecrets).
+// hidden are the secrets of /etc now that a command could read but for its
+// sandbox (see etcsecrets: those the server's own user cannot read the kernel
+// keeps from its commands, which run as that user; a root server's are all).
 func (s sysPaths) hidden() []string {
 	if s.etc == nil {
 		return nil
 	}
-	return s.etc.Hidden()
+	return s.etc.Readable()
 }
 
 // systemPaths resolves the system allowlists once: they do not change while the

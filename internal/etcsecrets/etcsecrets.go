@@ -55,6 +55,8 @@ type Scanner struct {
 	walked  time.Time // when, without inotify
 	ino     int       // the inotify descriptor, -1 if none
 	wd      map[int]string
+
+	readable, readableOf []string // Readable, and the Hidden it was narrowed from
 }
 
 // New returns a scanner of root (normally "/etc").
@@ -72,6 +74,7 @@ func (s *Scanner) Hidden() []string {
 	if s.dirty || !s.watched && time.Since(s.walked) > time.Second {
 		s.hidden = s.scan()
 		s.dirty, s.walked = false, time.Now()
+		s.readableOf = nil // narrowed again (Readable)
 	}
 	return s.hidden
 }
