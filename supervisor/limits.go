@@ -98,7 +98,7 @@ func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
 		o.Kernel = k
 	}
 	// Without a memory cgroup, nothing else counts memory held in memfds.
-	if m, ok := t.(interface{ MemoryCgroup() bool }); ok && runtime.GOOS == "linux" {
+	if m, ok := t.(memoryCgroupTree); ok && runtime.GOOS == "linux" {
 		o.Memfds = !m.MemoryCgroup()
 	}
 	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(b.Reason(wl, paramNames)) })
@@ -158,7 +158,7 @@ func usageOf(u policy.Usage) Usage {
 // cannot tell); a command that ran was one process at least, however short.
 func treeUsage(t tree, res policy.Exit) policy.Usage {
 	u := res.Usage
-	if k, ok := t.(interface{ Usage() policy.Usage }); ok {
+	if k, ok := t.(usageTree); ok {
 		u = k.Usage()
 	}
 	if res.Started {

@@ -26,9 +26,19 @@ type runner interface {
 	close()
 }
 
+// What a tree may also tell, where its enforcer knows it. Each is asserted of
+// the trees that have it (runner_linux.go, runner_darwin.go), so that renaming a
+// method breaks the build instead of turning a report off.
+type (
+	isolationTree    interface{ Isolation() string }
+	oomTree          interface{ OOMKilled() bool }
+	usageTree        interface{ Usage() policy.Usage }
+	memoryCgroupTree interface{ MemoryCgroup() bool }
+)
+
 // isolationOf names the sandbox t ran in, "" where its enforcer does not say.
 func isolationOf(t tree) string {
-	if i, ok := t.(interface{ Isolation() string }); ok {
+	if i, ok := t.(isolationTree); ok {
 		return i.Isolation()
 	}
 	return ""
@@ -37,7 +47,7 @@ func isolationOf(t tree) string {
 // oomKilled reports whether the kernel's OOM killer ended a process of t for going
 // over the kernel's limit (only trees with one can tell).
 func oomKilled(t tree) bool {
-	k, ok := t.(interface{ OOMKilled() bool })
+	k, ok := t.(oomTree)
 	return ok && k.OOMKilled()
 }
 

@@ -11,6 +11,9 @@ import (
 	"github.com/autobox-dev/autobox/seatbelt"
 )
 
+// What a seatbelt tree tells beyond the tree interface (see isolationTree).
+var _ isolationTree = (*seatbelt.Tree)(nil)
+
 // seatbeltRunner runs commands under /usr/bin/sandbox-exec.
 type seatbeltRunner struct{ unsafe bool }
 

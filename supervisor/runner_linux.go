@@ -6,8 +6,18 @@ import (
 	"os"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
+)
+
+// What a jail tree tells beyond the tree interface (see isolationTree).
+var (
+	_ isolationTree    = (*jail.Tree)(nil)
+	_ oomTree          = (*jail.Tree)(nil)
+	_ usageTree        = (*jail.Tree)(nil)
+	_ memoryCgroupTree = (*jail.Tree)(nil)
+	_ watchdog.Kernel  = (*jail.Tree)(nil)
 )
 
 // jailRunner runs commands through the `autobox worker exec` launcher under
