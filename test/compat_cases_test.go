@@ -55,7 +55,7 @@ echo hi | gpg --homedir g --batch --clearsign > signed.txt && gpg --homedir g --
 for i in $(seq 50); do tmux capture-pane -p -t t | grep -q hello-from-tmux && break; sleep 0.1; done &&
 tmux capture-pane -p -t t | grep hello-from-tmux && tmux kill-server`},
 	{name: "screen", needs: []string{"screen"}, userNS: "Debian's screen chowns its terminal to the tty group (gid 5), which a user namespace cannot map", landlockOnly: "/run/screen is the host's and not writable",
-		script: `screen -dmS s sleep 30 && screen -ls | grep -q '\.s' && screen -S s -X quit`},
+		script: `screen -dmS s sleep 30 && for i in $(seq 50); do screen -ls | grep -q '\.s' && break; sleep 0.1; done && screen -ls | grep -q '\.s' && screen -S s -X quit`},
 	{name: "node-unix-socket", needs: []string{"node"},
 		script: `node -e 'const net = require("net");
 const s = net.createServer(c => c.end("pong")).listen("n.sock", () =>

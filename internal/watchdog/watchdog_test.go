@@ -43,19 +43,21 @@ func watchStarted(cmd *exec.Cmd, l Limits, o Options) (Breach, policy.Usage) {
 
 func TestWatchdogBreaches(t *testing.T) {
 	none := Limits{Written: -1}
-	// Each limit, passed, is found and named; a tree just under it is not.
-	b, u := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 0.5 & done; wait", Limits{Processes: 4, Written: -1}, Options{})
+	// Each limit, passed, is found and named; a tree just under it is not. Each
+	// script lasts a second or more after what it measures: the watchdog polls,
+	// and a loaded machine may run no poll for a while.
+	b, u := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 2 & done; wait", Limits{Processes: 4, Written: -1}, Options{})
 	if b.Kind != Processes || b.Value < 5 || b.Refused {
 		t.Errorf("7 processes past 4: %+v", b)
 	}
-	if b, u = watchShell(t, "for i in 1 2 3; do sleep 0.3 & done; wait", Limits{Processes: 4, Written: -1}, Options{}); b.Kind != 0 || u.Processes != 4 {
+	if b, u = watchShell(t, "for i in 1 2 3; do sleep 2 & done; wait", Limits{Processes: 4, Written: -1}, Options{}); b.Kind != 0 || u.Processes != 4 {
 		t.Errorf("4 processes at 4: %+v, usage %+v", b, u)
 	}
-	b, u = watchShell(t, "for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > f$i; sleep 0.05; done", Limits{Written: 10 << 20}, Options{})
+	b, u = watchShell(t, "for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > f$i; sleep 0.05; done; sleep 1", Limits{Written: 10 << 20}, Options{})
 	if b.Kind != Disk || b.Value <= 10<<20 {
 		t.Errorf("20 MB past 10: %+v", b)
 	}
-	if b, u = watchShell(t, "head -c 4000000 /dev/zero > f; sleep 0.05", Limits{Written: 10 << 20}, Options{}); b.Kind != 0 || u.Written < 3<<20 {
+	if b, u = watchShell(t, "head -c 4000000 /dev/zero > f; sleep 1", Limits{Written: 10 << 20}, Options{}); b.Kind != 0 || u.Written < 3<<20 {
 		t.Errorf("4 MB under 10: %+v, usage %+v", b, u)
 	}
 	b, _ = watchShell(t, "while :; do :; done", Limits{CPU: 200 * time.Millisecond, Written: -1}, Options{})
@@ -66,7 +68,7 @@ func TestWatchdogBreaches(t *testing.T) {
 		t.Errorf("a sleep under 200 ms of CPU: %+v", b)
 	}
 	// Children that are gone still count, in their reaper's figures.
-	_, u = watchShell(t, "for i in 1 2 3; do (i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done); done; sleep 0.1", none, Options{})
+	_, u = watchShell(t, "for i in 1 2 3; do (i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done); done; sleep 1", none, Options{})
 	if u.CPU < 50*time.Millisecond {
 		t.Errorf("three busy children, reaped: usage %+v", u)
 	}
