@@ -1,8 +1,6 @@
 package ceiling
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -75,9 +74,7 @@ func ReadFile(path string) (f File, exists bool, err error) {
 	if err != nil {
 		return File{}, false, fmt.Errorf("reading the ceiling file %s: %w", path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := exactjson.Decode(b, &f); err != nil {
 		return File{}, true, fmt.Errorf("the ceiling file %s: %v (its members are mounts, neverMount, liftNeverMount, allowHosts, allowNetwork, limits, alwaysReach)", path, strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return f, true, nil
