@@ -220,8 +220,12 @@ func (c *Ceiling) checkNever(m MountAsk) (Excess, bool) {
 		default:
 			fix = "the user removes it from \"neverMount\" in " + c.where("neverMount")
 		}
+		what := n.Path
+		if n.Link != "" {
+			what = fmt.Sprintf("%s (a link to %s, on the way to %s)", n.Path, n.Link, n.Written)
+		}
 		return Excess{Rule: "neverMount", Param: m.Param, Want: "mount " + m.Path,
-			msg: fmt.Sprintf("%s %s %s %s, which no call may mount (your ceiling's \"neverMount\" rule); %s", m.Param, m.Path, how, n.Path, fix)}, true
+			msg: fmt.Sprintf("%s %s %s %s, which no call may mount (your ceiling's \"neverMount\" rule); %s", m.Param, m.Path, how, what, fix)}, true
 	}
 	return Excess{}, false
 }

@@ -40,7 +40,10 @@ func (c *Ceiling) Describe(w io.Writer) {
 	}
 	for _, n := range c.Never {
 		v := n.Path
-		if n.Written != n.Path {
+		switch {
+		case n.Link != "":
+			v = n.Path + " -> " + n.Link + " (a link on the way to " + n.Written + ")"
+		case n.Written != n.Path:
 			v = n.Written + " (" + n.Path + ")"
 		}
 		src := from("neverMount")

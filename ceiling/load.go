@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -92,6 +93,9 @@ func Load(flags *Flags, own []string) (*Ceiling, error) {
 	if path == "" {
 		path = DefaultFile()
 	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // --policy ./policy.json: never mountable too, by its whole path
+	}
 	f, exists, err := ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -146,7 +150,9 @@ func Load(flags *Flags, own []string) (*Ceiling, error) {
 	if len(flags.LiftNeverMount) > 0 {
 		c.Sources["liftNeverMount"] = "flag --lift-never-mount"
 	}
-	c.addDefaults(lifted, append(own, path))
+	// Autobox's own: the state dir (own), the config directory in force and
+	// the ceiling file, each with every path on the way to it.
+	c.addDefaults(lifted, append(own, filepath.Dir(DefaultFile()), path))
 	for _, w := range f.NeverMount {
 		if err := c.addNever(w); err != nil {
 			return fail(path+": neverMount", err)
