@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/autobox-dev/autobox/internal/flaghint"
 )
 
 // Questions per server. A call asks at most a few questions (one about its
@@ -50,10 +52,10 @@ func (r *askRate) take(now time.Time, perMinute int) string {
 	switch {
 	case inMinute >= perMinute:
 		next := r.times[len(r.times)-inMinute].Add(time.Minute)
-		return fmt.Sprintf("the user was not asked: this server already asked %s in the last minute, the most it asks (--max-questions); it may ask again in %s", nQuestions(perMinute), next.Sub(now).Round(time.Second))
+		return fmt.Sprintf("the user was not asked: this server already asked %s in the last minute, the most it asks (%s); it may ask again in %s", nQuestions(perMinute), flaghint.Serve(flaghint.MaxQuestions), next.Sub(now).Round(time.Second))
 	case len(r.times) >= perMinute*questionsPerHour:
 		next := r.times[0].Add(time.Hour)
-		return fmt.Sprintf("the user was not asked: this server already asked %s in the last hour, the most it asks (10 × --max-questions); it may ask again in %s", nQuestions(perMinute*questionsPerHour), next.Sub(now).Round(time.Second))
+		return fmt.Sprintf("the user was not asked: this server already asked %s in the last hour, the most it asks (10 × %s); it may ask again in %s", nQuestions(perMinute*questionsPerHour), flaghint.Serve(flaghint.MaxQuestions), next.Sub(now).Round(time.Second))
 	}
 	r.times = append(r.times, now)
 	return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 )
@@ -65,7 +66,7 @@ func (s *Server) askReach(ctx context.Context, ss *mcp.ServerSession, what, host
 	}
 	if !s.defaultHosts.Empty() {
 		if ok, _ := one.Within(s.defaultHosts); !ok {
-			return errors.New("the user was not asked: it is beyond the server's --allow-host list")
+			return errors.New("the user was not asked: it is beyond the server's list (" + flaghint.Serve(flaghint.AllowHost) + ")")
 		}
 	}
 	c := s.Ceiling()

@@ -24,7 +24,7 @@ func TestAskBoundedPerServer(t *testing.T) {
 		if i < 6 {
 			f.wantRefused(t, s, name, "the user answered no")
 		} else {
-			f.wantRefused(t, s, name, "this server already asked 6 questions in the last minute, the most it asks (--max-questions)")
+			f.wantRefused(t, s, name, "this server already asked 6 questions in the last minute, the most it asks (autobox serve --max-questions)")
 		}
 	}
 	if time.Since(start) > 55*time.Second {
