@@ -168,6 +168,7 @@ func (r *DoctorReport) liveChecks(e *env, s *supervisor.Server) {
 	default:
 		r.add("execute_js", statusOK, "a call ran in a fresh worker", "")
 	}
+	r.jsJailCheck(s)
 	ex, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: []string{"true"}})
 	switch {
 	case errors.Is(err, supervisor.ErrSandboxUnavailable):

@@ -336,8 +336,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	} else {
 		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
 	}
-	if err != nil && t.pidns && mode == nsRoot && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.
+		// Not for an error of the moment (nsfail_linux.go): that fails the call.
 		pidNamespacesRefused.Store(true)
 		t.pidns, sys.Cloneflags = false, 0
 		if uid, _, drop := CommandCredential(); drop {
@@ -345,7 +346,10 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		}
 		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
 	}
-	if err != nil && mode == nsUser {
+	switch {
+	case err != nil && t.pidns && transientForkError(err):
+		err = fmt.Errorf("making the launcher's namespaces: %w (%w)", err, errForkTransient)
+	case err != nil && mode == nsUser:
 		// Probed at start-up, refused now (user.max_user_namespaces reached,
 		// say): the call fails rather than run with less than it was told.
 		err = fmt.Errorf("making the launcher's user namespace: %w", err)

@@ -46,6 +46,7 @@ type JSOutput struct {
 	WriteBytes int64         `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
 	Network    *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts fetched from and the connections refused, with why"`
 	Mounts     []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the code ran with, each with the host directory it resolved to"`
+	Unjailed   string        `json:"unjailed,omitempty" jsonschema:"set when the JS worker ran without its jail (this host lacks what it needs): why, and that the code had V8's isolation alone"`
 }
 
 // jsCall is a validated execute_js call.
@@ -116,7 +117,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	defer s.pool.done(w)
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	defer b.close()
-	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts)}
+	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Unjailed: s.jsGap}
 	if c.net.proxied() {
 		pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, "this JavaScript call (execute_js)", nil))
 		if err != nil {

@@ -100,6 +100,7 @@ type Server struct {
 	ceiling   *ceiling.Live  // the user's ceiling (ceiling.go), following its file
 	grants    ceiling.Grants // what the user allowed beyond it for this server's life
 	questions questions      // asking the user (ask.go)
+	jsGap     string         // what JS workers run without, "" when jailed (jsjail.go)
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -149,6 +150,7 @@ func New(opts Options) (*Server, error) {
 	if opts.noWorkerJail {
 		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
 	}
+	s.jsGap = jsJailGap(argv) // jsjail.go: said in every result and by doctor
 	if s.pool, err = newPool(argv, prepare, size, opts.Throughput, s.log); err != nil {
 		return nil, err
 	}
@@ -157,6 +159,9 @@ func New(opts Options) (*Server, error) {
 	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
 		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")
+	}
+	if noLimits {
+		s.log.Warn("a benchmark build (autobox_bench_nolimits): maxProcesses, maxWriteMb and cpuMs are NOT enforced")
 	}
 	return s, nil
 }

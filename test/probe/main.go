@@ -31,6 +31,10 @@ func main() {
 	switch os.Args[1] {
 	case "nouserns":
 		err = noUserNS(a)
+	case "nolandlock":
+		err = noLandlock(a)
+	case "nsagain":
+		err = nsAgain(a)
 	case "dumpable":
 		err = undumpable(atoi(a[0]))
 	case "loopback":

@@ -34,7 +34,7 @@ func noUserNS(argv []string) error {
 		eperm = 0x00050000 | 1
 		enosy = 0x00050000 | 38
 	)
-	prog, err := bpf.Assemble([]bpf.Instruction{
+	return execUnderFilter([]bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: clone3, SkipTrue: 6},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: 1},
@@ -45,7 +45,12 @@ func noUserNS(argv []string) error {
 		bpf.RetConstant{Val: eperm},
 		bpf.RetConstant{Val: allow}, // unreachable
 		bpf.RetConstant{Val: enosy},
-	})
+	}, argv)
+}
+
+// execUnderFilter execs argv under the seccomp filter prog, on every thread.
+func execUnderFilter(insns []bpf.Instruction, argv []string) error {
+	prog, err := bpf.Assemble(insns)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,48 @@
+//go:build linux
+
+package test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestUnjailedWorkersSaid (issue 35 item 8): on a host without Landlock
+// (here a server under a seccomp filter that makes Landlock's system calls
+// fail, as on a kernel without it), JS workers run without their jail; every
+// execute_js result says so, and doctor does, where before only a line in the
+// server's log did. Positive control: the same call and doctor on this host
+// as it is say nothing of the kind.
+func TestUnjailedWorkersSaid(t *testing.T) {
+	requireSandbox(t)
+	probe := filepath.Join(toolsDir, "probe")
+	h := newCLIHome(t)
+	cmd := exec.Command(probe, "nolandlock", bin, "doctor")
+	cmd.Env = h.env
+	out, _ := cmd.CombinedOutput()
+	if !regexp.MustCompile(`(?m)^missing +js worker jail +the JS worker ran without its jail \(this host has no Landlock`).Match(out) {
+		t.Errorf("doctor without Landlock:\n%s", out)
+	}
+	if r := h.run("", "doctor"); !regexp.MustCompile(`(?m)^ok +js worker jail `).MatchString(r.stdout) {
+		t.Errorf("doctor: %s", r)
+	}
+
+	var o struct {
+		OK       bool   `json:"ok"`
+		Unjailed string `json:"unjailed"`
+	}
+	s := startArgv(t, nil, []string{probe, "nolandlock", bin})
+	s.call("execute_js", map[string]any{"code": "1 + 1"}, &o)
+	if !o.OK || !regexp.MustCompile(`^the JS worker ran without its jail \(this host has no Landlock`).MatchString(o.Unjailed) {
+		t.Errorf("an unjailed worker's result: %+v", o)
+	}
+	// Positive control.
+	s2 := start(t)
+	o.Unjailed = ""
+	s2.call("execute_js", map[string]any{"code": "1 + 1"}, &o)
+	if !o.OK || o.Unjailed != "" {
+		t.Errorf("a jailed worker's result: %+v", o)
+	}
+}
