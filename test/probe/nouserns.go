@@ -20,19 +20,26 @@ import (
 // and Go fall back to clone. The tests start a server so to check the mode it
 // falls back to.
 func noUserNS(argv []string) error {
+	return refuseNamespaceForks("nouserns", argv, unix.CLONE_NEWUSER, unix.EPERM)
+}
+
+// refuseNamespaceForks execs argv under a seccomp filter that makes clone and
+// unshare with any of flags fail with errno, and clone3 (whose flags a filter
+// cannot read) with ENOSYS, so that libc and Go fall back to clone.
+func refuseNamespaceForks(mode string, argv []string, flags uint32, errno unix.Errno) error {
 	if len(argv) == 0 {
-		return fmt.Errorf("nouserns: no command")
+		return fmt.Errorf("%s: no command", mode)
 	}
 	nr := map[string]uint32{"amd64": 56, "arm64": 220}[runtime.GOARCH] // clone
 	unshare := map[string]uint32{"amd64": 272, "arm64": 97}[runtime.GOARCH]
 	const clone3 = 435
 	if nr == 0 {
-		return fmt.Errorf("nouserns: no syscall numbers for %s", runtime.GOARCH)
+		return fmt.Errorf("%s: no syscall numbers for %s", mode, runtime.GOARCH)
 	}
 	const (
 		allow = 0x7fff0000
-		eperm = 0x00050000 | 1
-		enosy = 0x00050000 | 38
+		errn  = 0x00050000
+		enosy = errn | 38
 	)
 	return execUnderFilter([]bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
@@ -40,9 +47,9 @@ func noUserNS(argv []string) error {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: 1},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unshare, SkipFalse: 2},
 		bpf.LoadAbsolute{Off: 16, Size: 4}, // flags, low word
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_NEWUSER, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: flags, SkipTrue: 1},
 		bpf.RetConstant{Val: allow},
-		bpf.RetConstant{Val: eperm},
+		bpf.RetConstant{Val: errn | uint32(errno)},
 		bpf.RetConstant{Val: allow}, // unreachable
 		bpf.RetConstant{Val: enosy},
 	}, argv)
