@@ -37,6 +37,7 @@ type Tree struct {
 	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
 	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
 	cmdcg    *cmdCgroup  // the command's pids and cpu cgroups, or nil
+	acct     acctHolder  // a v2 cgroup counting the tree's CPU time, if any (cpuacct2_linux.go)
 	oomKills int         // OOM kills in cgroup, set before finished
 	ended    endFigures  // what the cgroups held at the end, set before finished
 	prepared bool        // the command got a prepared ruleset, set before finished
@@ -130,6 +131,9 @@ func spawn(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 			return nil, err
 		}
 	}
+	// A v2 cgroup whose count holds the tree's CPU time, where there is no
+	// cgroup v1 cpuacct one (cpuacct2_linux.go); joined before the spec comes.
+	t.setAcct(newAcctCgroup(cg, t.pid))
 	return t, nil
 }
 
@@ -370,6 +374,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		t.cgroup.remove()
 	}
 	t.cmdcg.remove()
+	t.acct.close()
 	close(t.reaped)
 }
 
