@@ -107,6 +107,9 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
+	if err := refuseKernelFSWrites(&spec.Sandbox); err != nil { // kernelfs_linux.go
+		return err
+	}
 	if spec.Sandbox.PrivateNetwork && launcherMode() == nsNone {
 		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (%s)", ErrUnsupported, NoNamespacesWhy())
 	}

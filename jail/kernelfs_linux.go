@@ -1,0 +1,102 @@
+package jail
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// The kernel's pseudo-filesystems are views of the kernel, not data, and no
+// command may write one. Read-write, /proc/sys changes the kernel's settings
+// (a root server's command is uid 0, which the sysctl files let write without
+// a capability: kernel.core_pattern names a program the kernel runs as root
+// on the host), and a cgroup filesystem lets the command move itself out of
+// the cgroups that hold its limits (pids, memory, CPU time) into any other.
+// So a read-write path of a sandbox that is on one, or holds one mounted below
+// it (/sys holds /sys/fs/cgroup), is refused before anything starts; read-only
+// they stay (a command reads them under its own Landlock domain and pid
+// namespace). Which filesystem a path is on comes from this process's mount
+// table: the mount of the longest mount point that holds it.
+
+// kernelFSTypes are the filesystem types, as the mount table names them, that
+// no command may write.
+var kernelFSTypes = map[string]bool{
+	"proc": true, "sysfs": true, "cgroup": true, "cgroup2": true, "debugfs": true, "tracefs": true,
+	"securityfs": true, "bpf": true, "configfs": true, "devpts": true, "pstore": true, "efivarfs": true,
+	"selinuxfs": true, "smackfs": true, "apparmorfs": true, "fusectl": true, "binfmt_misc": true,
+	"mqueue": true, "nsfs": true, "nfsd": true, "rpc_pipefs": true,
+}
+
+// refuseKernelFSWrites refuses a sandbox whose read-write paths are on a
+// kernel pseudo-filesystem or hold one.
+func refuseKernelFSWrites(sb *policy.Sandbox) error {
+	if len(sb.ReadWrite) == 0 {
+		return nil
+	}
+	mounts, err := mountTable()
+	if err != nil {
+		return fmt.Errorf("%w: reading the mount table: %w", ErrSandbox, err)
+	}
+	for _, p := range sb.ReadWrite {
+		on, best := "", ""
+		for _, m := range mounts {
+			switch {
+			case policy.Within(p, m.point) && len(m.point) >= len(best):
+				on, best = m.fstype, m.point
+			case kernelFSTypes[m.fstype] && policy.Within(m.point, p):
+				return fmt.Errorf("%w: read-write %s holds %s, the kernel's %s filesystem, which no command may write (it would change the kernel's settings, or leave the cgroups that hold its limits): mount it read-only, or a directory that does not hold it", ErrPolicy, p, m.point, m.fstype)
+			}
+		}
+		if kernelFSTypes[on] {
+			return fmt.Errorf("%w: read-write %s is on the kernel's %s filesystem, which no command may write (it would change the kernel's settings, or leave the cgroups that hold its limits): mount it read-only", ErrPolicy, p, on)
+		}
+	}
+	return nil
+}
+
+type mountEntry struct{ point, fstype string }
+
+// mountTable is this process's mounts, from /proc/self/mountinfo.
+func mountTable() ([]mountEntry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - fstype source super
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		out = append(out, mountEntry{point: unescapeMount(f[4]), fstype: g[0]})
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes the mount table's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
