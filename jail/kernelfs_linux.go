@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -77,26 +77,7 @@ func mountTable() ([]mountEntry, error) {
 		if !ok || len(f) < 5 || len(g) < 1 {
 			continue
 		}
-		out = append(out, mountEntry{point: unescapeMount(f[4]), fstype: g[0]})
+		out = append(out, mountEntry{point: procfs.UnescapeMount(f[4]), fstype: g[0]})
 	}
 	return out, sc.Err()
-}
-
-// unescapeMount undoes the mount table's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
