@@ -1,10 +1,13 @@
 package jail
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/policy"
@@ -60,24 +63,48 @@ func refuseKernelFSWrites(sb *policy.Sandbox) error {
 
 type mountEntry struct{ point, fstype string }
 
+// mounts keeps this process's mount table, read again only when the kernel
+// says it changed: /proc/self/mountinfo signals POLLPRI then, so a call pays a
+// poll of no time, not a read of the table.
+var mounts struct {
+	mu    sync.Mutex
+	f     *os.File
+	table []mountEntry
+}
+
 // mountTable is this process's mounts, from /proc/self/mountinfo.
 func mountTable() ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts.mu.Lock()
+	defer mounts.mu.Unlock()
+	if mounts.f != nil {
+		fds := []unix.PollFd{{Fd: int32(mounts.f.Fd()), Events: unix.POLLPRI}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 0 {
+			return mounts.table, nil
+		}
+	} else {
+		f, err := os.Open("/proc/self/mountinfo")
+		if err != nil {
+			return nil, err
+		}
+		mounts.f = f
+	}
+	// Read from the start: that also re-arms the change signal.
+	b, err := io.ReadAll(io.NewSectionReader(mounts.f, 0, 1<<30))
 	if err != nil {
+		mounts.f.Close()
+		mounts.f = nil
 		return nil, err
 	}
-	defer f.Close()
 	var out []mountEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	for _, line := range strings.Split(string(b), "\n") {
 		// id parent major:minor root point options [optional...] - fstype source super
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		pre, post, ok := strings.Cut(line, " - ")
 		f, g := strings.Fields(pre), strings.Fields(post)
 		if !ok || len(f) < 5 || len(g) < 1 {
 			continue
 		}
 		out = append(out, mountEntry{point: procfs.UnescapeMount(f[4]), fstype: g[0]})
 	}
-	return out, sc.Err()
+	mounts.table = out
+	return out, nil
 }
