@@ -79,6 +79,9 @@ func (e *env) js(args []string) int {
 	for _, line := range out.Logs {
 		fmt.Fprintln(e.stderr, line)
 	}
+	if out.Unjailed != "" { // a weakening, said in every result
+		fmt.Fprintf(e.stderr, "autobox js: %s\n", out.Unjailed)
+	}
 	if !out.OK {
 		msg := "the call failed"
 		if out.Error != nil {

@@ -28,6 +28,15 @@ func TestUnjailedWorkersSaid(t *testing.T) {
 	if r := h.run("", "doctor"); !regexp.MustCompile(`(?m)^ok +js worker jail `).MatchString(r.stdout) {
 		t.Errorf("doctor: %s", r)
 	}
+	// The command line's own output says it too.
+	cmd = exec.Command(probe, "nolandlock", bin, "js", "-e", "1 + 1")
+	cmd.Env = h.env
+	if out, _ := cmd.CombinedOutput(); !regexp.MustCompile(`(?m)^autobox js: the JS worker ran without its jail`).Match(out) {
+		t.Errorf("autobox js without Landlock:\n%s", out)
+	}
+	if r := h.run("", "js", "-e", "1 + 1"); r.stdout != "2\n" || r.stderr != "" {
+		t.Errorf("autobox js: %s", r)
+	}
 
 	var o struct {
 		OK       bool   `json:"ok"`
