@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/shirou/gopsutil/v4/process"
 
@@ -15,12 +14,19 @@ import (
 )
 
 const doctorHelp = `Usage: autobox doctor [--json]
+       autobox doctor --docker-seccomp-profile > autobox-seccomp.json
 
 Print what this host enforces, one line per mechanism: ok, missing (with what that
 means for calls) or info. It probes the kernel (Landlock ABI and the rules it
 allows, seccomp, no_new_privs, user namespaces) or sandbox-exec on macOS, the RSS
 watchdog, the state and storage directories and whether storage can clone files
-(copy-on-write), then runs one execute_js and one exec_command call for real.
+(copy-on-write), then runs one execute_js and one exec_command call for real (a
+command that lives past the watchdog's first polls, as real commands do). In a
+container it names the container and the docker run flags that give autobox more.
+
+--docker-seccomp-profile prints a seccomp profile for docker run --security-opt
+seccomp=FILE: a container's default list of allowed system calls plus the
+namespace and mount calls autobox's launchers make (see docs/containers.md).
 
 Exit status: 0 when exec_command runs sandboxed here, 1 when it would be refused,
 2 usage error.
@@ -59,12 +65,22 @@ func (r *DoctorReport) add(name, status, detail, consequence string) {
 func (e *env) doctor(args []string) int {
 	fs := newFlags("doctor")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	profile := fs.Bool("docker-seccomp-profile", false, "print a seccomp profile for docker run --security-opt seccomp=FILE and exit")
 	pos, done, status := e.parse(fs, "doctor", doctorHelp, args)
 	if done {
 		return status
 	}
 	if len(pos) > 0 {
 		return e.usage("doctor", "doctor takes no arguments")
+	}
+	if *profile {
+		if *jsonOut {
+			return e.usage("doctor", "--docker-seccomp-profile prints JSON already; give it without --json")
+		}
+		if err := writeDockerProfile(e.stdout); err != nil {
+			return e.fail("doctor", err)
+		}
+		return ExitOK
 	}
 	r := &DoctorReport{}
 	r.add("os", statusOK, osDetail(), "")
@@ -75,7 +91,7 @@ func (e *env) doctor(args []string) int {
 		r.add("autobox", statusMissing, err.Error(), "no call can run")
 	} else {
 		defer s.Close()
-		r.dirChecks(s.StateDir())
+		r.dirChecks(s.StateDir(), s.DefaultStorage())
 		r.liveChecks(e, s)
 	}
 	if *jsonOut {
@@ -125,13 +141,12 @@ func (r *DoctorReport) rssCheck() {
 
 // dirChecks reports the state directory (records, lock) and the default storage
 // directory, and whether storage can clone files.
-func (r *DoctorReport) dirChecks(state string) {
+func (r *DoctorReport) dirChecks(state, storage string) {
 	if err := writable(state); err != nil {
 		r.add("state dir", statusMissing, err.Error(), "workspaces cannot be used")
 	} else {
 		r.add("state dir", statusOK, state+" (writable)", "")
 	}
-	storage := defaultStorage()
 	dir, note := storage, "exists"
 	if _, err := os.Stat(storage); err != nil {
 		note = "created by the first ws create"
@@ -169,19 +184,29 @@ func (r *DoctorReport) liveChecks(e *env, s *supervisor.Server) {
 		r.add("execute_js", statusOK, "a call ran in a fresh worker", "")
 	}
 	r.jsJailCheck(s)
-	ex, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: []string{"true"}})
+	// A command that outlives the watchdog's first polls, as real ones do: one
+	// that ends before the first poll is never measured, and would pass where
+	// the watchdog kills every real command.
+	ex, err := s.ExecCommand(e.ctx, &supervisor.ExecInput{Command: quickCommand})
 	switch {
 	case errors.Is(err, supervisor.ErrSandboxUnavailable):
 		r.add("exec_command", statusMissing, err.Error(), "exec_command is refused")
 	case err != nil:
 		r.add("exec_command", statusMissing, err.Error(), "exec_command fails")
-	case ex.ExitCode == nil || *ex.ExitCode != 0 || ex.Killed:
-		r.add("exec_command", statusMissing, fmt.Sprintf("`true` did not succeed: %q", ex.Stderr), "exec_command fails")
+	case ex.ExitCode == nil || *ex.ExitCode != 0 || ex.Killed || ex.Stdout != "ok\n":
+		r.add("exec_command", statusMissing, fmt.Sprintf("`%s` did not succeed: %q", quickText, ex.Stderr), "exec_command fails")
 	default:
 		r.ExecCommand = true
-		r.add("exec_command", statusOK, "`true` ran under the sandbox", "")
+		r.add("exec_command", statusOK, fmt.Sprintf("`%s` ran under the sandbox (isolation %s), measured by the watchdog as it ran", quickText, ex.Isolation), "")
+		r.afterExec(ex.Isolation)
 	}
 }
+
+// quickCommand is doctor's exec_command call: it lives 0.2 s, twenty of the
+// watchdog's polls.
+var quickCommand = []string{"sh", "-c", "sleep 0.2; echo ok"}
+
+const quickText = "sh -c 'sleep 0.2; echo ok'"
 
 // resultIs reports whether an execute_js result is the JSON number n.
 func resultIs(v any, n float64) bool {
@@ -214,20 +239,6 @@ func existingAncestor(p string) string {
 		}
 		p = parent
 	}
-}
-
-// defaultStorage is where `ws create` puts workspaces without --storage. It follows
-// the rule package store documents for Options.DefaultStorage, which store does not
-// export.
-func defaultStorage() string {
-	home, _ := os.UserHomeDir()
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "autobox-workspaces")
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "autobox-workspaces")
-	}
-	return filepath.Join(home, ".local", "share", "autobox-workspaces")
 }
 
 // probeFiles makes a small source file and a path for its clone in dir; cleanup

@@ -58,6 +58,7 @@ func platformChecks(r *DoctorReport) {
 	}
 	iso := jail.Isolations()
 	modeCheck(r, iso)
+	containerCheck(r, iso)
 	isolationChecks(r, iso)
 }
 
@@ -86,6 +87,9 @@ func noNamespacesWhy(iso jail.Isolation) string {
 		return jail.NoNamespacesEnv + "=1 turned them off"
 	}
 	if os.Geteuid() == 0 {
+		if fix := jail.ContainerFix(); fix != "" {
+			return "this container refuses namespaces even to root: " + fix
+		}
 		return "this host refuses namespaces even to root (a container?)"
 	}
 	_, why, fix := jail.UserNamespaces()
@@ -118,7 +122,10 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 		r.add("private root", statusInfo, none,
 			"a command can stat, list the attributes of and watch paths outside its mounts, and chmod its user's files; datagram unix socket pairs are refused")
 	}
-	if iso.PrivateNetwork {
+	if why := jail.NoPrivateNetworkWhy(); why != "" {
+		r.add("network by host", statusMissing, "none: "+why,
+			"exec_command refuses allowHosts, naming this; a command without network gets a network namespace whose loopback is down (a server it starts cannot be reached, even by itself)")
+	} else if iso.PrivateNetwork {
 		r.add("network by host", statusOK, "allowHosts: each command gets a network namespace with only loopback and the proxy in it",
 			"it reaches the listed hosts through autobox's proxy and nothing else; commands without network run in a namespace with loopback alone (their own servers work, nothing leaves)")
 	} else {
@@ -183,7 +190,8 @@ func userNamespaces() string {
 		return strings.TrimSpace(string(b))
 	}
 	const note = "; denied to sandboxed commands"
-	if ok, why, _ := jail.UserNamespaces(); !ok && os.Geteuid() != 0 {
+	// Probed for every server without CAP_SYS_ADMIN, root in a container too.
+	if ok, why, _ := jail.UserNamespaces(); !ok && jail.ModeName() != jail.ModeRoot {
 		return "refused to this process: " + why + note
 	}
 	switch {

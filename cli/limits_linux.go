@@ -26,7 +26,7 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 	if !iso.MemoryCgroups {
 		tmpfs = "not tmpfs writes (no memory cgroup here to count them)"
 	}
-	r.add("write limit", statusOK, "kernel: RLIMIT_FSIZE per file (EFBIG past maxWriteMb); all files together: watchdog (the kernel's per-process write accounting), "+tmpfs+"; fallocate refused",
+	r.add("write limit", statusOK, "kernel: RLIMIT_FSIZE per file (EFBIG past maxWriteMb); all files together: watchdog (the kernel's per-process write accounting"+readsAsOwner()+"), "+tmpfs+"; fallocate refused",
 		"a command that writes faster than the watchdog polls can pass maxWriteMb by what it writes in 10 ms; children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll are not counted at all: each of their files is still held to maxWriteMb")
 	sum := "the tree's sum: watchdog, which misses children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll: for them the bound is timeoutMs"
 	if os.Getuid() != 0 {

@@ -79,7 +79,7 @@ func Isolations() Isolation {
 	return Isolation{
 		PidNamespace:   usePidNamespace(),
 		PrivateRoot:    usePidNamespace(),
-		PrivateNetwork: usePidNamespace(),
+		PrivateNetwork: usePidNamespace() && NoPrivateNetworkWhy() == "",
 		IPCNamespace:   usePidNamespace(),
 		UserNamespace:  launcherMode() == nsUser,
 		Mode:           ModeName(),

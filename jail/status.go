@@ -21,6 +21,9 @@ var (
 	// ErrLauncher: the launcher failed or died without reporting the
 	// command's exit status.
 	ErrLauncher = errors.New("jail: launcher failed")
+	// ErrCommandAccess: the uid commands run as (CommandCredential) cannot
+	// reach, read or write a path a call mounts.
+	ErrCommandAccess = errors.New("the commands' uid cannot use this path")
 )
 
 // Landlock ABI versions that matter here (Documentation/userspace-api/landlock.rst).

@@ -287,6 +287,9 @@ func probeInside() int {
 // userNSFix is the one-time change that lets this host give an ordinary
 // user's launchers user namespaces, or "" where none is known.
 func userNSFix() string {
+	if fix := ContainerFix(); fix != "" {
+		return fix
+	}
 	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
 		exe, _ := os.Executable()
 		return "AppArmor restricts unprivileged user namespaces on this host; allow them for autobox alone with a profile (as Ubuntu ships for bubblewrap), as root:\n" +
@@ -309,7 +312,11 @@ func NoNamespacesWhy() string {
 	case namespacesOff:
 		return NoNamespacesEnv + "=1 turned them off"
 	case hasCapSysAdmin():
-		return "this host refuses a pid namespace even to root"
+		why := "this host refuses a pid namespace even to root"
+		if fix := ContainerFix(); fix != "" {
+			why += ": " + fix
+		}
+		return why
 	}
 	why := "it runs as uid " + fmt.Sprint(os.Getuid()) + ", and user namespaces are refused here: " + userNS().err.Error()
 	if fix := userNS().fix; fix != "" {

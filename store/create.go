@@ -144,8 +144,11 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 // when its parent exists, so the overlap check works on resolved paths.
 func (s *Store) resolveStorage(p string) (string, error) {
 	if p == "" {
-		if err := os.MkdirAll(s.defaultStorage, 0o700); err != nil {
+		if err := os.MkdirAll(s.defaultStorage, os.FileMode(s.idDirMode())); err != nil {
 			return "", fmt.Errorf("creating default storage: %w", err)
+		}
+		if err := s.searchable(s.defaultStorage); err != nil {
+			return "", fmt.Errorf("default storage: %w", err)
 		}
 		return filepath.EvalSymlinks(s.defaultStorage)
 	}
@@ -186,7 +189,7 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 		return nil, fmt.Errorf("create: opening storage: %w", err)
 	}
 	defer storage.Close()
-	if err := unix.Mkdirat(storage.fd, rec.ID, 0o700); err != nil {
+	if err := unix.Mkdirat(storage.fd, rec.ID, s.idDirMode()); err != nil {
 		return nil, fmt.Errorf("create: %w", storage.errorf("mkdir", rec.ID, err))
 	}
 	dirs := [4]int{-1, -1, -1, -1} // source, baseline, work, <storage>/<id>
@@ -218,6 +221,9 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	c.fail(c.copyDir(dirs[0], dirs[1], dirs[2], ""))
 	if c.err != nil {
 		return nil, c.err
+	}
+	if err := s.giveWork(dirs[2], rec.work()); err != nil {
+		return nil, fmt.Errorf("create: %w", err)
 	}
 	// Without a manifest every status would scan the baseline until one is written.
 	if err := writeManifest(&root{fd: dirs[3], path: rec.dir()}, &root{fd: dirs[1], path: rec.baseline()}, c.base); err != nil {

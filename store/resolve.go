@@ -311,7 +311,16 @@ func writeWork(work *root, p string, w entry, data []byte) error {
 		return fmt.Errorf("writing the merge of %s: %w", p, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(data)
+	// As root, the merged file keeps the owner of the one it replaces (see owner.go).
+	var st unix.Stat_t
+	if os.Geteuid() == 0 {
+		if err = unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			err = unix.Fchown(fd, int(st.Uid), int(st.Gid))
+		}
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Chmod(os.FileMode(w.perm))
 	}

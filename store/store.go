@@ -83,6 +83,11 @@ type Options struct {
 	// $XDG_DATA_HOME/autobox-workspaces, else ~/.local/share/autobox-workspaces
 	// (macOS: ~/Library/Application Support/autobox-workspaces).
 	DefaultStorage string
+	// WorkOwner, if set, is the uid and gid the commands that write workspaces run as,
+	// when they are not this process's (a root server without namespaces runs them as
+	// 65534): each working tree is given to them, and the directories above it (the
+	// workspace's own, and the default storage) can be searched by them (owner.go).
+	WorkOwner *Owner
 }
 
 // Store manages the workspaces recorded in one state directory. It is safe for
@@ -91,6 +96,7 @@ type Options struct {
 type Store struct {
 	stateDir       string
 	defaultStorage string
+	workOwner      *Owner
 	lockPath       string
 	sem            chan struct{} // in-process half of the operation lock
 	held           holds         // this process's read-write mounts and workspace users (held.go)
@@ -141,6 +147,7 @@ func Open(opts Options) (*Store, error) {
 	return &Store{
 		stateDir:       state,
 		defaultStorage: canonicalMaybeMissing(storage),
+		workOwner:      opts.WorkOwner,
 		lockPath:       filepath.Join(state, "operation.lock"),
 		sem:            make(chan struct{}, 1),
 	}, nil
@@ -181,6 +188,9 @@ func canonicalMaybeMissing(p string) string { return policy.CanonicalMaybeMissin
 
 // StateDir returns the canonical state directory.
 func (s *Store) StateDir() string { return s.stateDir }
+
+// DefaultStorage is where create puts a workspace without storagePath.
+func (s *Store) DefaultStorage() string { return s.defaultStorage }
 
 // Lookup returns a workspace by id without taking the operation lock, so an execution
 // that already holds Lock can resolve its { workspaceId } mounts.

@@ -139,6 +139,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
 		return nil, err
 	}
+	if err = checkCommandAccess(c.mounts); err != nil {
+		return nil, err
+	}
 	if c.env, err = validateEnv(in.Env, c.mounts); err != nil {
 		return nil, err
 	}

@@ -96,6 +96,8 @@ func (s *Server) checkHostsSupported() error {
 		return nil // seatbelt: out to the proxy's port only
 	case runtime.GOOS != "linux":
 		return fmt.Errorf("%w: network by host is enforced on Linux and macOS only; use allowNetwork or no network", ErrNoPrivateNetwork)
+	case !jail.Isolations().PrivateNetwork && jail.NoPrivateNetworkWhy() != "":
+		return fmt.Errorf("%w: the command needs a network namespace of its own with loopback up, which this server cannot give it: %s. Until the user changes that (autobox doctor says how), run the command without network; allowNetwork would open the whole network, so ask the user first", ErrNoPrivateNetwork, jail.NoPrivateNetworkWhy())
 	case !jail.Isolations().PrivateNetwork:
 		return fmt.Errorf("%w: the command needs a network namespace of its own, which this server cannot make: %s. Until the user changes that (autobox doctor says how), run the command without network; allowNetwork would open the whole network, so ask the user first", ErrNoPrivateNetwork, jail.NoNamespacesWhy())
 	}

@@ -129,7 +129,7 @@ func New(opts Options) (*Server, error) {
 	if s.defaultHosts, err = policy.ParseAllowHosts("--allow-host", opts.AllowHosts); err != nil {
 		return nil, err
 	}
-	if s.store, err = store.Open(store.Options{StateDir: opts.StateDir}); err != nil {
+	if s.store, err = store.Open(storeOptions(opts.StateDir)); err != nil {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
 	if s.ceiling, err = ceiling.NewLive(opts.Ceiling, []string{s.store.StateDir()}, s.log); err != nil {

@@ -193,6 +193,9 @@ func (s *Server) ListWorkspaces(ctx context.Context) ([]store.Summary, error) {
 // StateDir is where workspace records and the operation lock live.
 func (s *Server) StateDir() string { return s.store.StateDir() }
 
+// DefaultStorage is where a workspace goes without storagePath.
+func (s *Server) DefaultStorage() string { return s.store.DefaultStorage() }
+
 // resolveMounts validates a call's mounts; {workspaceId} mounts resolve through the
 // store, and raw host mounts may not overlap the store's own directories.
 func (s *Server) resolveMounts(specs []policy.MountSpec) ([]policy.Mount, error) {

@@ -50,7 +50,13 @@ Kinds (--kind):
               scratch HOME/TMPDIR and, in .git, only what a commit on its branch needs;
               its stdin is /dev/null; exec_command's limits (--max-processes 256,
               --max-write-mb 1024, --max-open-files 1024, --cpu-ms) hold its tree
-  docker      the harness runs in docker run -i --rm, the worktree mounted at its path
+  docker      the harness runs in docker run -i --rm, the worktree mounted at its path;
+              stop and cleanup stop and remove its container (docker stop with
+              --stop-grace, then rm -f), as run does when it is signalled; a harness run
+              with --user UID:GID is given the worktree (as root)
+
+stop, cleanup and endpoint use the kind recorded for the task (task list shows it):
+they need no --kind, --image or --docker.
 
 Exit status: 0 done, 1 failed, 2 usage error, 3 cleanup refused (dirty worktree);
 run exits with the harness's status, or (native) 152, 153, 154 when the harness was
@@ -60,7 +66,8 @@ Examples:
   autobox task workspace --id fix-123
   autobox task run --kind native --id fix-123 --env ANTHROPIC_API_KEY -- claude -p "fix the test"
   autobox task wrap --kind docker --image org/harness:1 --id fix-123 --json -- claude
-  autobox task endpoint --kind docker --id fix-123 --port 8700
+  autobox task endpoint --id fix-123 --port 8700
+  autobox task stop --id fix-123 --stop-grace 2s
   autobox task cleanup --id fix-123 --json
   autobox task list --project ~/src/app --json
 
@@ -87,6 +94,7 @@ var flagUse = map[string]struct{ commands, kinds string }{
 	"home":           {"", "docker"},
 	"run-arg":        {"", "docker"},
 	"docker":         {"", "docker"},
+	"stop-grace":     {"run stop cleanup", "docker"},
 }
 
 type listFlag []string
@@ -101,6 +109,8 @@ type cli struct {
 	ro, rw, env, mounts, runArgs, allowHosts        listFlag
 	limits                                          policy.Limits
 	image, user, home, docker                       string
+	stopGrace                                       time.Duration
+	kindSet                                         bool // --kind was given
 	argv                                            []string
 	stdin                                           io.Reader
 	stdout, stderr                                  io.Writer
@@ -193,7 +203,18 @@ func (c *cli) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.user, "user", "", "docker: --user")
 	fs.StringVar(&c.home, "home", "", "docker: HOME in the container")
 	fs.Var(&c.runArgs, "run-arg", "docker: extra docker run `ARG` (repeatable)")
-	fs.StringVar(&c.docker, "docker", "", "docker: client binary (default docker on PATH)")
+	fs.StringVar(&c.docker, "docker", "", "docker: client binary (default docker on PATH; podman works too)")
+	fs.Func("stop-grace", "docker: `DURATION` the harness has between SIGTERM and SIGKILL when its container is stopped, in whole seconds (default 10s; 0: SIGKILL at once)", func(v string) error {
+		g, err := time.ParseDuration(v)
+		if err != nil || g < 0 {
+			return errors.New("want a duration such as 10s or 0")
+		}
+		c.stopGrace = g
+		if g == 0 {
+			c.stopGrace = -1 // DockerOptions: negative is none
+		}
+		return nil
+	})
 	return fs
 }
 
@@ -205,6 +226,16 @@ func (c *cli) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unknown kind %q", c.kind)
 	}
 	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "kind" {
+			c.kindSet = true
+		}
+	})
+	if c.id != "" && (c.command == "stop" || c.command == "cleanup" || c.command == "endpoint") {
+		if err := c.recordedKind(); err != nil {
+			return err
+		}
+	}
 	fs.Visit(func(f *flag.Flag) {
 		use, ok := flagUse[f.Name]
 		switch {
@@ -228,7 +259,7 @@ func (c *cli) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unexpected arguments %q", c.argv)
 	case c.command == "endpoint" && c.port == 0:
 		return errors.New("--port is required")
-	case Kind(c.kind) == KindDocker && c.image == "" && c.command != "list":
+	case Kind(c.kind) == KindDocker && c.image == "" && (c.command == "wrap" || c.command == "run"):
 		return errors.New("--image is required for kind docker")
 	}
 	return nil
@@ -256,7 +287,7 @@ func (c *cli) sandbox() (runner, error) {
 			mounts = append(mounts, Mount{Source: parts[0], Target: parts[1], ReadOnly: len(parts) == 3})
 		}
 		return NewDocker(&DockerOptions{Options: base, Image: c.image, Mounts: mounts, User: c.user,
-			Home: c.home, Env: c.env, RunArgs: c.runArgs, Docker: c.docker})
+			Home: c.home, Env: c.env, RunArgs: c.runArgs, Docker: c.docker, StopGrace: c.stopGrace})
 	}
 	return NewWorktree(&base)
 }
@@ -301,6 +332,9 @@ func (c *cli) do(ctx context.Context) (int, error) {
 		url, err := sb.Endpoint(c.port)
 		if err != nil {
 			return 0, err
+		}
+		if d, ok := sb.(*Docker); ok && !d.HostNetwork() && loopbackOnly(c.port) {
+			fmt.Fprintf(c.stderr, "autobox task endpoint: note: port %d on this host listens on loopback alone, which a container does not reach (host.docker.internal is the host's address on the container's bridge): bind the server to 0.0.0.0 (or the bridge's address), or run the harness with --run-arg --network=host, where the endpoint is http://127.0.0.1:%d\n", c.port, c.port)
 		}
 		return exitOK, c.print(url, map[string]string{"url": url})
 	case "stop":
@@ -379,4 +413,32 @@ func shellJoin(argv []string) string {
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(out, " ")
+}
+
+// recordedKind takes the kind (and the docker kind's client) that autobox recorded for
+// the task, for the commands that act on an existing task: a task made with the docker
+// kind must have its container stopped whatever flags stop and cleanup are given.
+func (c *cli) recordedKind() error {
+	if ValidateID(c.id) != nil {
+		return nil // the command reports it
+	}
+	w, err := NewWorktree(&Options{Project: c.project, TasksDir: c.tasksDir})
+	if err != nil {
+		return nil // the command reports it
+	}
+	rec, err := readRecord(w.paths(c.id).record)
+	if err != nil || rec.Kind == "" {
+		return nil
+	}
+	if c.kindSet && Kind(c.kind) != rec.Kind {
+		if rec.Kind == KindDocker {
+			return fmt.Errorf("task %s was made with the docker kind, and --kind %s would leave its container running: give no --kind (the recorded one is used)", c.id, c.kind)
+		}
+		return nil // a task made again with another kind: as asked
+	}
+	c.kind = string(rec.Kind)
+	if rec.Kind == KindDocker && c.docker == "" {
+		c.docker = rec.DockerClient
+	}
+	return nil
 }

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// DockerOptions configure the docker kind. A nil *DockerOptions is invalid: Image is required.
+// DockerOptions configure the docker kind. A nil *DockerOptions is invalid.
 type DockerOptions struct {
 	Options
-	// Image is the container image the harness runs in (required).
+	// Image is the container image the harness runs in: Wrap and run need it; Stop,
+	// Cleanup and Endpoint do not.
 	Image string
 	// Mounts are extra bind mounts; none by default.
 	Mounts []Mount
@@ -29,8 +31,16 @@ type DockerOptions struct {
 	// RunArgs are extra `docker run` arguments, placed just before the image.
 	RunArgs []string
 	// Docker is the docker client; "" means "docker", looked up on PATH when it runs.
+	// "podman" runs the same arguments with Podman.
 	Docker string
+	// StopGrace is how long the harness has between the SIGTERM of `docker stop` and
+	// its SIGKILL, in whole seconds (rounded up): 0 means DefaultStopGrace, a negative
+	// value none (SIGKILL at once).
+	StopGrace time.Duration
 }
+
+// DefaultStopGrace is docker's own default for `docker stop`.
+const DefaultStopGrace = 10 * time.Second
 
 // Mount is a bind mount of a host path into the container.
 type Mount struct {
@@ -54,8 +64,8 @@ var _ Sandbox = (*Docker)(nil)
 
 // NewDocker checks the options and resolves the project.
 func NewDocker(opts *DockerOptions) (*Docker, error) {
-	if opts == nil || opts.Image == "" {
-		return nil, fmt.Errorf("%w: docker kind needs an image", ErrInvalid)
+	if opts == nil {
+		return nil, fmt.Errorf("%w: docker kind needs options", ErrInvalid)
 	}
 	o := *opts
 	if strings.HasPrefix(o.Image, "-") {
@@ -88,7 +98,11 @@ func NewDocker(opts *DockerOptions) (*Docker, error) {
 		bin = "docker"
 	}
 	o.RunArgs = append([]string(nil), o.RunArgs...)
-	return &Docker{Worktree: w, o: o, bin: bin, envs: names}, nil
+	d := &Docker{Worktree: w, o: o, bin: bin, envs: names}
+	w.annotate = func(rec *record) {
+		rec.DockerClient, rec.Container = bin, d.containerName(rec.ID)
+	}
+	return d, nil
 }
 
 // checkMount makes the source canonical and refuses what `-v src:dst[:ro]` cannot say.
@@ -113,7 +127,12 @@ func (d *Docker) ContainerName(id string) (string, error) {
 	if err := ValidateID(id); err != nil {
 		return "", err
 	}
-	return "autobox-" + filepath.Base(d.projDir) + "-" + id, nil
+	return d.containerName(id), nil
+}
+
+// containerName is ContainerName of a valid id.
+func (d *Docker) containerName(id string) string {
+	return "autobox-" + filepath.Base(d.projDir) + "-" + id
 }
 
 // Workspace removes a stale container of the task's name, then makes the worktree, or
@@ -145,6 +164,9 @@ func (d *Docker) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	if err := checkWrap(argv, o); err != nil {
 		return nil, err
 	}
+	if d.o.Image == "" {
+		return nil, fmt.Errorf("%w: the docker kind needs an image to run (--image)", ErrInvalid)
+	}
 	name, _ := d.ContainerName(o.ID)
 	cwd := o.Cwd
 	if cwd == "" {
@@ -153,8 +175,13 @@ func (d *Docker) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	if strings.Contains(cwd, ":") {
 		return nil, fmt.Errorf("%w: cwd %s contains ':'", ErrInvalid, cwd)
 	}
-	out := []string{d.bin, "run", "-i", "--rm", "--name", name,
-		"--add-host=host.docker.internal:host-gateway", "-v", cwd + ":" + cwd, "-w", cwd}
+	out := []string{d.bin, "run", "-i", "--rm", "--name", name}
+	if !d.podman() {
+		// Podman names the host host.containers.internal itself, and before 5.0
+		// refuses host-gateway.
+		out = append(out, "--add-host=host.docker.internal:host-gateway")
+	}
+	out = append(out, "-v", cwd+":"+cwd, "-w", cwd)
 	for _, m := range d.o.Mounts {
 		v := m.Source + ":" + m.Target
 		if m.ReadOnly {
@@ -180,39 +207,86 @@ func (d *Docker) Wrap(argv []string, o WrapOptions) ([]string, error) {
 	return append(out, argv...), nil
 }
 
-// Endpoint is the host as the container sees it (the --add-host entry Wrap adds).
+// Endpoint is the host as the container sees it: host.docker.internal (the --add-host
+// entry Wrap adds), which is the host's address on the container's bridge network, so
+// a host server must listen there or on every address (0.0.0.0), not on 127.0.0.1
+// alone. With the host's network (a run argument --network=host or --network host)
+// the container shares the host's loopback, and the endpoint is 127.0.0.1.
 func (d *Docker) Endpoint(port int) (string, error) {
 	if err := checkPort(port); err != nil {
 		return "", err
 	}
+	if d.HostNetwork() {
+		return "http://127.0.0.1:" + strconv.Itoa(port), nil
+	}
+	if d.podman() {
+		return "http://host.containers.internal:" + strconv.Itoa(port), nil
+	}
 	return "http://host.docker.internal:" + strconv.Itoa(port), nil
 }
 
-// Stop runs `docker stop <name>`, then stops an `autobox task run` of the task.
+// podman reports whether the client is Podman's (by its name), which takes docker's
+// arguments but names the host itself.
+func (d *Docker) podman() bool { return filepath.Base(d.bin) == "podman" }
+
+// HostNetwork reports whether the run arguments give the container the host's network.
+func (d *Docker) HostNetwork() bool {
+	for i, a := range d.o.RunArgs {
+		if a == "--network=host" || a == "--net=host" || ((a == "--network" || a == "--net") && i+1 < len(d.o.RunArgs) && d.o.RunArgs[i+1] == "host") {
+			return true
+		}
+	}
+	return false
+}
+
+// Stop stops and removes the task's container (`docker stop` with the stop grace, then
+// `docker rm -f`), then stops an `autobox task run` of the task.
 func (d *Docker) Stop(ctx context.Context, id string) error {
 	name, err := d.ContainerName(id)
 	if err != nil {
 		return err
 	}
-	if err := d.docker(ctx, "stop", name); err != nil {
+	if err := d.stopContainer(ctx, name); err != nil {
 		return err
 	}
 	return d.stopRun(ctx, id)
 }
 
-// Cleanup runs `docker rm -f <name>` (also for a task whose worktree is gone: a stray
-// container) and removes the worktree; a dirty worktree unforced keeps everything.
+// Cleanup stops and removes the task's container (also for a task whose worktree is
+// gone: a stray container), stops its `autobox task run`, and removes the worktree; a
+// dirty worktree unforced keeps everything, a running container included.
 func (d *Docker) Cleanup(ctx context.Context, id string, force bool) (CleanupResult, error) {
 	name, err := d.ContainerName(id)
 	if err != nil {
 		return CleanupResult{}, err
 	}
 	return d.remove(ctx, id, force, func() error {
-		if err := d.docker(ctx, "rm", "-f", name); err != nil {
+		if err := d.stopContainer(ctx, name); err != nil {
 			return err
 		}
 		return d.stopRun(ctx, id)
 	})
+}
+
+// stopContainer gives the container the stop grace to end, then removes it, whether
+// it ran or not (both are no-ops for a container that is gone).
+func (d *Docker) stopContainer(ctx context.Context, name string) error {
+	if err := d.docker(ctx, "stop", "-t", strconv.Itoa(d.graceSeconds()), name); err != nil {
+		return err
+	}
+	return d.docker(ctx, "rm", "-f", name)
+}
+
+// graceSeconds is StopGrace as `docker stop -t` takes it.
+func (d *Docker) graceSeconds() int {
+	switch g := d.o.StopGrace; {
+	case g == 0:
+		return int(DefaultStopGrace / time.Second)
+	case g < 0:
+		return 0
+	default:
+		return int((g + time.Second - 1) / time.Second)
+	}
 }
 
 // docker runs the client with the caller's environment (DOCKER_HOST, contexts). A non-zero
@@ -254,5 +328,36 @@ func (d *Docker) start(argv []string, o WrapOptions, s stdio) (proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startHost(wrapped, o.Cwd, withEnv(os.Environ(), o.Env), s)
+	if err := d.mapOwner(o.Cwd); err != nil {
+		return nil, err
+	}
+	pr, err := startHost(wrapped, o.Cwd, withEnv(os.Environ(), o.Env), s)
+	if err != nil {
+		return nil, err
+	}
+	return &dockerProc{proc: pr, d: d, name: d.containerName(o.ID)}, nil
+}
+
+// dockerProc is the docker client of a task's container. The container is the
+// daemon's, not a child of autobox: killing the client leaves it running. So kill
+// stops the container itself (docker stop with the stop grace, then rm -f) before it
+// ends the client, and wait removes it once the client has exited, however that came.
+type dockerProc struct {
+	proc
+	d    *Docker
+	name string
+}
+
+func (p *dockerProc) kill() {
+	// Not the caller's context: it may be the one cancelled.
+	_ = p.d.stopContainer(context.Background(), p.name)
+	p.proc.kill()
+}
+
+func (p *dockerProc) wait() (int, error) {
+	code, err := p.proc.wait()
+	if rmErr := p.d.docker(context.Background(), "rm", "-f", p.name); err == nil && rmErr != nil {
+		err = rmErr
+	}
+	return code, err
 }

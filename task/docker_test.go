@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -134,7 +135,6 @@ func TestDockerOptionsChecked(t *testing.T) {
 	base := Options{Project: root, TasksDir: tasks}
 	bad := []*DockerOptions{
 		nil,
-		{Options: base},
 		{Options: base, Image: "--privileged"},
 		{Options: base, Image: "i", Env: []string{"A B"}},
 		{Options: base, Image: "i", Env: []string{"TOKEN=on-the-argv"}},
@@ -146,6 +146,14 @@ func TestDockerOptionsChecked(t *testing.T) {
 		if _, err := NewDocker(o); !errors.Is(err, ErrInvalid) {
 			t.Errorf("case %d: NewDocker = %v, want ErrInvalid", i, err)
 		}
+	}
+	// Without an image a task can be stopped and cleaned up, not run.
+	d, err := NewDocker(&DockerOptions{Options: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Wrap([]string{"harness"}, WrapOptions{ID: "k"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Wrap without an image = %v, want ErrInvalid", err)
 	}
 }
 
@@ -181,13 +189,15 @@ func TestDockerLifecycleAgainstFakeDocker(t *testing.T) {
 	if !strings.Contains(run, " -e API_KEY ") || strings.Contains(run, "sk-123") {
 		t.Fatalf("docker run argv: %s", run)
 	}
+	// However the client ended, its container is removed after it.
+	if got := strings.Join(calls[2], " "); got != "rm -f "+name {
+		t.Fatalf("after the run docker ran %q, want rm -f %s", got, name)
+	}
 
 	if err := d.Stop(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(dockerCalls(t, log)[2], " "); got != "stop "+name {
-		t.Fatalf("Stop ran docker %q", got)
-	}
+	wantCalls(t, log, 3, "stop -t 10 "+name, "rm -f "+name)
 
 	// Dirty and unforced: nothing is removed, the container included.
 	writeFile(t, filepath.Join(cwd, "wip"), "x")
@@ -195,22 +205,31 @@ func TestDockerLifecycleAgainstFakeDocker(t *testing.T) {
 	if err != nil || res.Removed || !res.Dirty {
 		t.Fatalf("unforced Cleanup = %+v, %v", res, err)
 	}
-	if n := len(dockerCalls(t, log)); n != 3 {
-		t.Fatalf("refused Cleanup ran docker: %q", dockerCalls(t, log)[3:])
+	if n := len(dockerCalls(t, log)); n != 5 {
+		t.Fatalf("refused Cleanup ran docker: %q", dockerCalls(t, log)[5:])
 	}
 	res, err = d.Cleanup(ctx, "k", true)
 	if err != nil || !res.Removed {
 		t.Fatalf("forced Cleanup = %+v, %v", res, err)
 	}
-	if got := strings.Join(dockerCalls(t, log)[3], " "); got != "rm -f "+name {
-		t.Fatalf("Cleanup ran docker %q", got)
-	}
+	wantCalls(t, log, 5, "stop -t 10 "+name, "rm -f "+name)
 	// A task whose worktree is gone still gets its stray container removed.
 	if res, err = d.Cleanup(ctx, "k", false); err != nil || res != (CleanupResult{}) {
 		t.Fatalf("Cleanup of a missing task = %+v, %v", res, err)
 	}
-	if got := strings.Join(dockerCalls(t, log)[4], " "); got != "rm -f "+name {
-		t.Fatalf("Cleanup of a missing task ran docker %q", got)
+	wantCalls(t, log, 7, "stop -t 10 "+name, "rm -f "+name)
+}
+
+// wantCalls checks the fake docker's calls from the from-th on.
+func wantCalls(t *testing.T, log string, from int, want ...string) {
+	t.Helper()
+	calls := dockerCalls(t, log)
+	var got []string
+	for _, c := range calls[min(from, len(calls)):] {
+		got = append(got, strings.Join(c, " "))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("docker calls from %d: %q, want %q", from, got, want)
 	}
 }
 
@@ -222,5 +241,87 @@ func TestDockerMissingClientIsAnError(t *testing.T) {
 	}
 	if err := d.Stop(context.Background(), "k"); err == nil {
 		t.Fatal("Stop with no docker client succeeded")
+	}
+}
+
+// TestDockerStopUsesRecordedKind: stop and cleanup of a docker task without --kind (as
+// the help's examples give them) stop and remove its container with the client the task
+// was made with, and --kind worktree for it is refused rather than leave the container.
+func TestDockerStopUsesRecordedKind(t *testing.T) {
+	log := fakeDocker(t)
+	root, tasks := newRepo(t), tasksDir(t)
+	client := filepath.Join(filepath.Dir(log), "docker") // a path, not the name on PATH
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := Main(append(args, "--project", root, "--tasks-dir", tasks), nil, &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	if code, out := run("workspace", "--kind", "docker", "--docker", client, "--id", "k"); code != 0 {
+		t.Fatalf("workspace: %d %s", code, out)
+	}
+	d, _ := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}})
+	name, _ := d.ContainerName("k")
+	if code, out := run("stop", "--id", "k", "--stop-grace", "2s"); code != 0 {
+		t.Fatalf("stop: %d %s", code, out)
+	}
+	wantCalls(t, log, 1, "stop -t 2 "+name, "rm -f "+name)
+	if code, out := run("cleanup", "--id", "k", "--kind", "worktree"); code != exitUsage || !strings.Contains(out, "would leave its container running") {
+		t.Fatalf("cleanup --kind worktree of a docker task: %d %s", code, out)
+	}
+	if code, out := run("cleanup", "--id", "k"); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("cleanup: %d %s", code, out)
+	}
+	wantCalls(t, log, 3, "stop -t 10 "+name, "rm -f "+name)
+}
+
+// TestDockerUserGetsWorktree: --user UID:GID is given the worktree before the harness
+// starts: its files and directories, the top directory's group (group-writable, its
+// owner kept for host git), not the .git link file, and not a file with another hard
+// link (which may be outside the worktree).
+func TestDockerUserGetsWorktree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files to another uid")
+	}
+	root, tasks := newRepo(t), tasksDir(t)
+	d, err := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "img", User: "1000:1001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := workspaceT(t, d, "u")
+	writeFile(t, filepath.Join(wt, "new.txt"), "x")
+	outside := filepath.Join(t.TempDir(), "outside")
+	writeFile(t, outside, "secret")
+	if err := os.Link(outside, filepath.Join(wt, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mapOwner(wt); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) (int, int) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return int(st.Uid), int(st.Gid)
+	}
+	for _, rel := range []string{"README", "new.txt"} {
+		if u, g := owner(filepath.Join(wt, rel)); u != 1000 || g != 1001 {
+			t.Errorf("%s: %d:%d, want 1000:1001", rel, u, g)
+		}
+	}
+	for _, p := range []string{filepath.Join(wt, ".git"), outside} {
+		if u, _ := owner(p); u != 0 {
+			t.Errorf("%s was given away: uid %d", p, u)
+		}
+	}
+	fi, _ := os.Stat(wt)
+	if u, g := owner(wt); u != 0 || g != 1001 || fi.Mode().Perm()&0o070 != 0o070 {
+		t.Errorf("the worktree's top: %d:%d %v, want root's, group 1001 and group-writable", u, g, fi.Mode().Perm())
+	}
+	// A name, not a uid: passed to docker as it is, nothing given.
+	named, _ := NewDocker(&DockerOptions{Options: Options{Project: root, TasksDir: tasks}, Image: "img", User: "agent"})
+	if err := named.mapOwner(wt); err != nil {
+		t.Errorf("--user agent: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -68,4 +69,13 @@ func signalCode(name string) int {
 		return 128 + int(s)
 	}
 	return -1
+}
+
+// fileOwner is the uid that owns fi.
+func fileOwner(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }

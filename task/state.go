@@ -77,6 +77,11 @@ type record struct {
 	// Unchecked is set while a sandbox may have written the worktree since autobox last
 	// looked for git directories and unfinished operations in it.
 	Unchecked bool `json:"unchecked,omitempty"`
+	// DockerClient and Container are, for the docker kind, the client that runs
+	// its container and the container's name: stop and cleanup stop and remove
+	// it from the record alone, whatever flags they are given.
+	DockerClient string `json:"dockerClient,omitempty"`
+	Container    string `json:"container,omitempty"`
 }
 
 func readRecord(path string) (record, error) {

@@ -38,6 +38,9 @@ type Worktree struct {
 	base     string
 	kind     Kind // recorded in task.json by Workspace
 	log      io.Writer
+	// annotate, if set, adds what a kind records of its own to every record
+	// saved (the docker kind's client and container).
+	annotate func(*record)
 }
 
 var _ Sandbox = (*Worktree)(nil)
@@ -145,6 +148,9 @@ func (w *Worktree) ensure(ctx context.Context, id string) (rec record, err error
 			before := rec
 			rec.Kind = w.kind
 			rec.Sandboxed = rec.Sandboxed || w.kind != KindWorktree
+			if w.annotate != nil {
+				w.annotate(&rec)
+			}
 			if err := w.secure(&rec); err != nil {
 				return err
 			}
@@ -244,6 +250,9 @@ func (w *Worktree) create(ctx context.Context, id string) (record, error) {
 }
 
 func (w *Worktree) save(rec record) error {
+	if w.annotate != nil {
+		w.annotate(&rec)
+	}
 	p := w.paths(rec.ID)
 	if err := os.MkdirAll(p.state, 0o700); err != nil {
 		return fmt.Errorf("task state: %w", err)

@@ -73,6 +73,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(toolsDir, 0o755) // for commands run as another uid
 	code := m.Run()
+	removeDockerImage() // docker_test.go
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

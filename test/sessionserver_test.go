@@ -61,6 +61,10 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 		t.Fatalf("positive control: the session server is reachable from outside at none of %v", addrs)
 	}
 
+	// A root server without namespaces runs commands as uid 65534 and refuses a
+	// mount that uid cannot reach: the test's directories are opened for search,
+	// so that what stops the probe is the sandbox.
+	searchableAbove(t, h.dir)
 	home := map[string]any{"hostPath": h.dir, "sandboxPath": "/mnt/home", "mode": "ro"}
 	on := map[string]any{"allowNetwork": true}
 	for _, m := range serverModes(t) {

@@ -42,6 +42,7 @@ type taskEnv struct {
 	user                          taskUser
 	base, bin, home, repo, tasks  string
 	markers, common, worktree, id string
+	client                        string // the docker kind's client for startRun; "" is docker
 }
 
 // newTaskEnv makes a project with one commit on main, owned by u.

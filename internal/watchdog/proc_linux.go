@@ -35,7 +35,7 @@ func measure(root int, m how) sample {
 	excludeRoot, writes, memfds := m.excludeRoot, m.writes, m.memfds
 	var s sample
 	buf := make([]byte, 4096) // status is ~1.5 KB
-	var dents []byte
+	var dents, iobuf []byte
 	pids := []int{root}
 	for i := 0; i < len(pids) && len(pids) < maxTree; i++ {
 		pid := pids[i]
@@ -58,6 +58,22 @@ func measure(root int, m how) sample {
 		ignoresCHLD := false
 		if !(excludeRoot && pid == root) {
 			status := readFile("/proc/"+strconv.Itoa(pid)+"/status", buf)
+			// Refused to root without CAP_SYS_PTRACE: read as its owner
+			// (owner_linux.go), which the kernel refuses only for a process
+			// that is not dumpable.
+			o := owner{}
+			if denied {
+				o = ownerOf(status)
+				if iobuf == nil {
+					iobuf = make([]byte, 512) // status stays in buf
+				}
+				if asOwner(o, func() { w, denied = readWritten(pid, iobuf) }) && denied {
+					// Refused to its owner too: not dumpable, or it exited
+					// since status was read (its files are root's then).
+					status = readFile("/proc/"+strconv.Itoa(pid)+"/status", buf)
+				}
+				s.written += w
+			}
 			// A process that has exited (it has no memory: no VmSize) shows
 			// its /proc files as root's until it is reaped; one that still
 			// has its memory and hides its bytes written is not dumpable.
@@ -72,7 +88,11 @@ func measure(root int, m how) sample {
 				if dents == nil {
 					dents = make([]byte, 4096)
 				}
-				s.rss += max(0, memfdBytes(pid, dents)-shmem)
+				var held int64
+				if !asOwner(o, func() { held = memfdBytes(pid, dents) }) {
+					held = memfdBytes(pid, dents)
+				}
+				s.rss += max(0, held-shmem)
 			}
 			s.tasks += st.threads
 			reaped += st.utime + st.stime

@@ -21,6 +21,11 @@ func watchShell(t *testing.T, script string, l Limits, o Options) (Breach, polic
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return watchStarted(cmd, l, o)
+}
+
+// watchStarted watches a started cmd until it ends, as watchShell.
+func watchStarted(cmd *exec.Cmd, l Limits, o Options) (Breach, policy.Usage) {
 	breached := make(chan Breach, 1)
 	w := Start(cmd.Process.Pid, l, o, func(b Breach) {
 		breached <- b
