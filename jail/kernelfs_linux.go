@@ -36,15 +36,21 @@ var kernelFSTypes = map[string]bool{
 
 // refuseKernelFSWrites refuses a sandbox whose read-write paths are on a
 // kernel pseudo-filesystem or hold one.
-func refuseKernelFSWrites(sb *policy.Sandbox) error {
-	if len(sb.ReadWrite) == 0 {
+func refuseKernelFSWrites(sb *policy.Sandbox) error { return KernelFSWrites(sb.ReadWrite) }
+
+// KernelFSWrites refuses (ErrPolicy) read-write paths that are on a kernel
+// pseudo-filesystem or hold one; every start checks its sandbox so, and a
+// caller may check a call's paths before anything else, so that this is what
+// a refusal names.
+func KernelFSWrites(readWrite []string) error {
+	if len(readWrite) == 0 {
 		return nil
 	}
 	mounts, err := mountTable()
 	if err != nil {
 		return fmt.Errorf("%w: reading the mount table: %w", ErrSandbox, err)
 	}
-	for _, p := range sb.ReadWrite {
+	for _, p := range readWrite {
 		on, best := "", ""
 		for _, m := range mounts {
 			switch {
