@@ -183,7 +183,7 @@ func (r *DoctorReport) liveChecks(e *env, s *supervisor.Server) {
 	default:
 		r.add("execute_js", statusOK, "a call ran in a fresh worker", "")
 	}
-	r.jsJailCheck(s)
+	jsWorkerChecks(r, s.JSWorkers())
 	// A command that outlives the watchdog's first polls, as real ones do: one
 	// that ends before the first poll is never measured, and would pass where
 	// the watchdog kills every real command.
@@ -207,6 +207,32 @@ func (r *DoctorReport) liveChecks(e *env, s *supervisor.Server) {
 var quickCommand = []string{"sh", "-c", "sleep 0.2; echo ok"}
 
 const quickText = "sh -c 'sleep 0.2; echo ok'"
+
+// jsWorkerChecks names the V8 that runs execute_js and the jail around it: a V8 bug
+// turns a script into native code in its worker, which then holds what the jail
+// leaves it.
+func jsWorkerChecks(r *DoctorReport, w supervisor.JSWorkers) {
+	v8 := "V8 " + w.V8
+	if w.V8 == "" {
+		v8 = "V8 (version unknown: no worker started)"
+	}
+	if w.V8go != "" {
+		v8 += ", through v8go " + w.V8go
+	}
+	r.add("v8", statusInfo, v8, "assume its bugs since its release are known: a script that exploits one runs native code in its worker, inside the jail below (SECURITY.md)")
+	switch w.Isolation {
+	case "unjailed":
+		r.add("js worker jail", statusMissing, "none: "+w.Weaker, "code that breaks out of V8 runs as this user, with their files and network")
+	case "seatbelt":
+		r.add("js worker jail", statusOK, "a deny-by-default seatbelt profile per worker", "no files, no network, no processes")
+	case "landlock-only":
+		r.add("js worker jail", statusInfo, "Landlock (no files), a seccomp allow-list (no open, exec, socket or fork; threads only; signals to itself only); "+w.Weaker,
+			"code that breaks out of V8 holds its pipes to the server and its own memory and CPU; it shares the host's pid namespace, where the filter keeps it from signalling or tracing anyone")
+	default:
+		r.add("js worker jail", statusOK, "Landlock (no files), a seccomp allow-list (no open, exec, socket or fork; threads only; signals to itself only), a user and pid namespace of its own ("+w.Isolation+")",
+			"code that breaks out of V8 holds its pipes to the server and its own memory and CPU, and can name no other process")
+	}
+}
 
 // resultIs reports whether an execute_js result is the JSON number n.
 func resultIs(v any, n float64) bool {

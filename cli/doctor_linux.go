@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/etcsecrets"
 	"github.com/autobox-dev/autobox/jail"
 )
 
@@ -117,11 +118,25 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 			"if a launcher is killed from outside, a daemon that left its session may outlive it")
 	}
 	if iso.PrivateRoot {
-		r.add("private root", statusOK, "each command's / holds only its allowed paths; /tmp is the call's own scratch dir", "nothing else exists for it: no host file to stat, no host socket to reach")
+		r.add("private root", statusOK, "each command's / holds only its allowed paths; /tmp is the call's own scratch dir", "nothing else exists for it: no host file to stat, no other user's home, no host socket outside its mounts")
+		r.add("devices", statusOK, "/dev/shm, /run and a devpts of the call's own, /dev/console for a session's terminal", "POSIX shared memory and semaphores (Python's multiprocessing, Chromium, PostgreSQL) and pseudo-terminals (script, expect, tmux) work, and die with the call; /dev/shm counts as the call's memory")
+		r.add("users", statusOK, "/etc/passwd and /etc/group of the call's own: root, nobody and the command's user", "whoami, ssh-keygen and getpwuid work; no other account of the host shows")
 	} else {
 		r.add("private root", statusInfo, none,
 			"a command can stat, list the attributes of and watch paths outside its mounts, and chmod its user's files; datagram unix socket pairs are refused")
+		r.add("devices", statusInfo, "the host's null, zero, full, random, urandom and tty only; the host's /tmp and /run, not writable",
+			"no /dev/shm (Python's multiprocessing pools and queues, POSIX shared memory) and no terminals of its own (script, pty.fork): those programs fail here, and so do programs that write to /tmp itself (tmux: TMUX_TMPDIR=$TMPDIR works) or /run (screen)")
+		r.add("users", statusInfo, "the host's /etc/passwd and /etc/group", "")
 	}
+	if jail.UnixGuard() {
+		r.add("unix sockets", statusOK, "a command's own: stream and seqpacket sockets it listens on; datagram sockets refused", "every connect goes through a guard in its launcher, which refuses a socket of the host's (an agent, docker.sock, autobox's own) even in a mounted directory")
+	} else {
+		r.add("unix sockets", statusInfo, "socket pairs only without network (this kernel lacks seccomp user notification or pidfd_getfd, Linux 5.6)",
+			"tmux, gpg-agent, PostgreSQL's and Redis's sockets fail without network; with allowNetwork a command can reach the host's sockets (docker.sock, the session bus)")
+	}
+	r.add("etc", statusOK, fmt.Sprintf("the host's /etc, read-only, but %d secret paths", len(etcHidden())),
+		"the documented list (shadow, sudoers, host keys, TLS and VPN keys, saved connections, registry credentials) and every entry that is not world-readable: their names may be listed, never read")
+	r.add("ptrace", statusOK, "of a command's own processes (strace, gdb, delve)", "Landlock refuses it for any process outside the call")
 	if why := jail.NoPrivateNetworkWhy(); why != "" {
 		r.add("network by host", statusMissing, "none: "+why,
 			"exec_command refuses allowHosts, naming this; a command without network gets a network namespace whose loopback is down (a server it starts cannot be reached, even by itself)")
@@ -130,7 +145,7 @@ func isolationChecks(r *DoctorReport, iso jail.Isolation) {
 			"it reaches the listed hosts through autobox's proxy and nothing else; commands without network run in a namespace with loopback alone (their own servers work, nothing leaves)")
 	} else {
 		r.add("network by host", statusInfo, none,
-			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it; a command without network has no sockets but unix socket pairs")
+			"exec_command refuses allowHosts (allowing the proxy's port alone would let a command reach any host on it); execute_js's fetch honours it; a command without network has no sockets but unix ones")
 	}
 	if iso.PrivateNetwork {
 		transparentCheck(r)
@@ -259,4 +274,13 @@ var fsNames = map[int64]string{
 	0xca451a4e:                 "bcachefs",
 	0x65735546:                 "fuse",
 	0x2fc12fc1:                 "zfs",
+}
+
+// etcHidden is what of the host's /etc commands may not read now.
+func etcHidden() []string {
+	etc, err := filepath.EvalSymlinks("/etc")
+	if err != nil {
+		return nil
+	}
+	return etcsecrets.New(etc).Hidden()
 }

@@ -21,7 +21,7 @@ stdin is not a terminal), or from -e.
 
 Prints the result value as JSON on stdout and console output on stderr. With --json
 it prints the whole result object {ok, result, error, logs, durationMs, readBytes,
-writeBytes} on stdout instead.
+writeBytes, isolation} on stdout instead (isolation: the jail the worker ran in).
 
 ` + exitCodesHelp + `
 Examples:
@@ -79,8 +79,8 @@ func (e *env) js(args []string) int {
 	for _, line := range out.Logs {
 		fmt.Fprintln(e.stderr, line)
 	}
-	if out.Unjailed != "" { // a weakening, said in every result
-		fmt.Fprintf(e.stderr, "autobox js: %s\n", out.Unjailed)
+	if out.Isolation == "unjailed" { // a weakening, said in every result
+		fmt.Fprintf(e.stderr, "autobox js: the JS worker ran without its jail (%s): the code had V8's isolation alone\n", s.JSWorkers().Weaker)
 	}
 	if !out.OK {
 		msg := "the call failed"

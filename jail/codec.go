@@ -44,6 +44,7 @@ const (
 	tagTerminal = 14
 	tagNproc    = 15
 	tagIPC      = 16
+	tagUnixRef  = 17
 )
 
 // Tags of policy.Command.
@@ -92,6 +93,7 @@ const (
 	tagProxyPort    = 9
 	tagTmp          = 10
 	tagNoFollow     = 11
+	tagHidden       = 12
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -176,6 +178,7 @@ func (e *encoder) message(m *message) {
 	e.flag(tagPrepared, m.Prepared)
 	e.flag(tagRoot, m.PrivateRoot)
 	e.strs(tagLookups, m.Lookups)
+	e.strs(tagUnixRef, m.UnixRefused)
 	e.flag(tagStdin, m.Stdin)
 	e.flag(tagTerminal, m.Terminal)
 	e.int(tagNproc, m.Nproc)
@@ -228,6 +231,7 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.flag(tagAllowNetwork, s.AllowNetwork)
 	e.flag(tagAllowExec, s.AllowExec)
 	e.strs(tagLinks, s.Links)
+	e.strs(tagHidden, s.Hidden)
 	e.flag(tagPrivateNet, s.PrivateNetwork)
 	e.int(tagProxyPort, s.ProxyPort)
 	e.str(tagTmp, s.Tmp)
@@ -359,6 +363,8 @@ func (d *decoder) message(m *message) error {
 			m.PrivateRoot = true
 		case tagLookups:
 			m.Lookups, err = d.strs()
+		case tagUnixRef:
+			m.UnixRefused, err = d.strs()
 		case tagStdin:
 			m.Stdin = true
 		case tagTerminal:
@@ -477,6 +483,8 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.AllowExec = true
 		case tagLinks:
 			s.Links, err = d.strs()
+		case tagHidden:
+			s.Hidden, err = d.strs()
 		case tagPrivateNet:
 			s.PrivateNetwork = true
 		case tagProxyPort:

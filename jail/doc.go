@@ -2,9 +2,10 @@
 // no_new_privs on one locked OS thread (RestrictThread), inherited by what
 // that thread starts, and process trees run through a launcher role of the
 // autobox binary (`autobox worker exec`, LauncherMain) that can kill
-// everything a command spawns (Start, Pool, Tree). ForbidExecAllThreads is
-// the JS worker's process-wide exec ban. Raw seccomp programs are assembled
-// in jail/seccomp. Other platforms compile a stub that fails closed.
+// everything a command spawns (Start, Pool, Tree). WorkerSpawner and
+// EnterWorker are the JS worker's jail (workerjail_linux.go). Raw seccomp
+// programs are assembled in jail/seccomp. Other platforms compile a stub
+// that fails closed.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without
@@ -71,8 +72,11 @@
 //     where this process may make cgroups (v1), a pids cgroup (pids.max is
 //     Limits.Processes) and a cpu cgroup of the command's own, joined by the
 //     command thread alone, so the launcher's threads stay out; fallocate
-//     fails with EOPNOTSUPP. The exit report carries what the kernel
-//     accounted of the reaped tree (policy.Usage).
+//     fails with EOPNOTSUPP. Without such a cgroup, RLIMIT_NPROC: in a
+//     user namespace the call's own count (userns_linux.go), on the host the
+//     user's count plus Processes and a margin (nprochost_linux.go). The exit
+//     report carries what the kernel accounted of the reaped tree
+//     (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
 //     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
 //     a /proc of its own pid namespace. Where that root is missing, unix

@@ -81,7 +81,7 @@ func ipcBytes() int64 {
 	if _, _, e := unix.RawSyscall(unix.SYS_MSGCTL, 0, msgInfo, uintptr(unsafe.Pointer(&msg))); e == 0 {
 		total += int64(msg.Tql) + int64(msg.Map)*msgHdrBytes + int64(msg.Pool)*objectBytes
 	}
-	return total
+	return total + tmpfsBytes() // the call's /dev/shm and /run (rootdev_linux.go)
 }
 
 // watchIPC reports ipcBytes on status while the command runs, in an IPC

@@ -23,8 +23,8 @@ func Probe() Status {
 // RestrictThread fails: nothing can be enforced here.
 func RestrictThread(p *policy.Sandbox) error { return errPlatform }
 
-// ForbidExecAllThreads fails: nothing can be enforced here.
-func ForbidExecAllThreads() error { return errPlatform }
+// WorkerRefusals finds nothing: no JS worker has a seccomp filter here.
+func WorkerRefusals(stderr []byte) []string { return nil }
 
 // Tree is never created on this platform.
 type Tree struct{}
@@ -104,6 +104,9 @@ func NoNamespacesWhy() string { return "there are no namespaces on " + runtime.G
 
 // ProcessCeiling is 0: no kernel limit here.
 func (t *Tree) ProcessCeiling() int { return 0 }
+
+// UnixGuard is false: no guard here.
+func UnixGuard() bool { return false }
 
 // NoPrivateNetworkWhy is "": see NoNamespacesWhy.
 func NoPrivateNetworkWhy() string { return "" }

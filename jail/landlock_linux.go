@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -87,7 +88,12 @@ func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.Landlock
 	}
 	all := handled &^ unix.LANDLOCK_ACCESS_FS_EXECUTE
 	for _, path := range p.ReadOnly {
-		rules = append(rules, pathRule{path, readRights | exec, p.NoFollow})
+		switch h := hiddenBelow(path, p.Hidden); {
+		case len(h) == 0:
+			rules = append(rules, pathRule{path, readRights | exec, p.NoFollow})
+		case !slices.Contains(h, path): // else all of it is hidden: no rule
+			rules = append(rules, hiddenRules(path, h, readRights|exec, p.NoFollow)...)
+		}
 	}
 	for _, path := range p.ReadWrite {
 		rules = append(rules, pathRule{path, all | exec, p.NoFollow})

@@ -189,25 +189,6 @@ func TestRestrictThreadIsPerThread(t *testing.T) {
 	expect(t, "", got, map[string]string{"read:" + outside: "EACCES", "otherthread-read:" + outside: "ok"})
 }
 
-func TestForbidExecAllThreads(t *testing.T) {
-	requireJail(t)
-	got := forbidExecChild(t)
-	if got["before"] != "ok" {
-		t.Errorf("exec before ForbidExecAllThreads: %s, want ok", got["before"])
-	}
-	if got["forbid"] != "ok" {
-		t.Fatalf("ForbidExecAllThreads: %s", got["forbid"])
-	}
-	for _, k := range []string{"thread0", "thread1", "thread2", "thread3", "main"} {
-		if got[k] != "EPERM" {
-			t.Errorf("exec from %s after ForbidExecAllThreads: %s, want EPERM", k, got[k])
-		}
-	}
-	if got["tasks"] == "" || got["tasks"] != got["filtered"] {
-		t.Errorf("%s threads, %s with Seccomp: 2 and NoNewPrivs: 1", got["tasks"], got["filtered"])
-	}
-}
-
 // TestPrivateRootAbandon: a root whose building fails half-way is abandoned: the
 // thread goes back to the mount namespace it came from, with the host's files,
 // and the error says the caller may go on without a private root.

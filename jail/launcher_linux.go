@@ -102,8 +102,11 @@ func launch() int {
 	oomScore.settle()
 	var fwd *forwarder
 	if st.net != nil {
-		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken}
+		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken, lookups: reported{max: maxLookups}}
 		fwd.serve(st.net)
+	}
+	if st.guard != nil {
+		go st.guard.serve()
 	}
 	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
 	stopIPC := watchIPC(status)
@@ -135,7 +138,7 @@ func launch() int {
 	ws := reap(cmd, requestStop)
 	close(empty)
 	stopIPC() // its frames are not written after the exit frame
-	msg := &message{Type: msgExit, Lookups: fwd.names(), Usage: treeUsage()}
+	msg := &message{Type: msgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage()}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
@@ -150,9 +153,10 @@ func launch() int {
 type started struct {
 	// pid is the command's, or, when there is none, minus the launcher's exit
 	// code (0 or less) once the reason was reported.
-	pid  int
-	net  *privateNet // the listeners of the command's private network, or nil
-	spec *Spec
+	pid   int
+	net   *privateNet // the listeners of the command's private network, or nil
+	spec  *Spec
+	guard *unixGuard // the command's unix socket guard, or nil
 }
 
 // commandThread runs on a thread of its own, locked and never unlocked, so
@@ -174,7 +178,7 @@ func startFromSpec(status *os.File) started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
-	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot()})
+	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
 
 	ctl := os.NewFile(ctlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -196,7 +200,7 @@ func startFromSpec(status *os.File) started {
 		}
 		return fail("", err)
 	}
-	pid, privateRoot, pnet, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
+	pid, privateRoot, pnet, guard, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
 		return fail(errKindSandbox, err)
@@ -205,7 +209,7 @@ func startFromSpec(status *os.File) started {
 		return started{}
 	}
 	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
-	return started{pid: pid, net: pnet, spec: m.Spec}
+	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard}
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
@@ -264,58 +268,69 @@ func checkSpecFrame(m *message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, spawnErr, err error) {
+func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
 	defer cio.close()
 	loopback := false
+	var placed []string
 	if !spec.Unsafe {
 		if pnet, loopback, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
-			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
-		if privateRoot, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
-			return 0, false, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		if privateRoot, placed, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
+			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
 	}
 	if err := listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
-		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	// Looked up in the root the command gets, with its mounts in place.
 	path, err := lookPath(spec)
 	if err != nil {
-		return 0, privateRoot, nil, err, nil
+		return 0, privateRoot, nil, nil, err, nil
 	}
 	oomScore.raise() // before the restriction: /proc/self is read-only after it
 	if !spec.Unsafe {
 		sb := &spec.Sandbox
-		if pnet != nil && privateRoot {
-			// The name service files the root got (isolate) are to be read.
-			own := *sb
-			own.ReadOnly = append(append([]string(nil), sb.ReadOnly...), netFileNames...)
-			sb = &own
+		if privateRoot {
+			sb = privateRootRules(sb, placed)
 		}
-		if privateRoot && sb.Tmp != "" {
-			// /tmp is a bind of the scratch dir's tmpDirName: a mount's root,
-			// below which Landlock sees no rule of the scratch dir's.
-			own := *sb
-			own.ReadWrite = append(append([]string(nil), sb.ReadWrite...), filepath.Join(sb.Tmp, tmpDirName))
-			sb = &own
+		var gfds guardFDs
+		guarded := unixGuardAvailable()
+		if guarded {
+			// Opened in the command's root and network, for the guard on the
+			// main thread (unixguard_linux.go).
+			if gfds, err = openGuardFDs(); err != nil {
+				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+			}
 		}
-		if err := restrictThread(sb, pr, privateRoot, loopback); err != nil {
-			return 0, privateRoot, nil, nil, err
+		listener, err := restrictThread(sb, pr, placed, privateRoot, loopback, true, guarded)
+		if err != nil {
+			gfds.close()
+			return 0, privateRoot, nil, nil, nil, err
+		}
+		if listener >= 0 {
+			guard = newUnixGuard(listener, gfds, pnet != nil || loopback)
 		}
 	}
 	// Last, as they bind the launcher too (see applyRlimits).
 	if err := applyRlimits(spec.Limits); err != nil {
-		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := applyNproc(spec.Limits); err != nil {
-		return 0, privateRoot, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
+	if err := applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
+	}
+	if privateRoot && spec.Sandbox.Tmp != "" {
+		env = RootEnv(env, spec.Sandbox.Tmp) // rootdev_linux.go
 	}
 	// No Pdeathsig: it would be tied to this thread, which exits next. If the
 	// launcher dies, its pid namespace takes the command along, or the
@@ -327,10 +342,10 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 		Sys:   cio.sysProcAttr(),
 	})
 	if err != nil {
-		return 0, privateRoot, nil, fmt.Errorf("exec %s: %w", path, err), nil
+		return 0, privateRoot, nil, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}
 	lowerPidsMax(spec.Limits)
-	return pid, privateRoot, pnet, nil, nil
+	return pid, privateRoot, pnet, guard, nil, nil
 }
 
 // isolate gives the calling thread the command's view of the filesystem,
@@ -338,10 +353,11 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 // root holding only sb's paths, finished from what prepare began; or, where
 // that root cannot be built, the host's mounts all read-only but sb's
 // read-write paths. It reports whether the thread got a private root. With
-// netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network.
-func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, err error) {
+// netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network,
+// at the paths placed.
+func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed []string, err error) {
 	if !wantPrivateRoot() {
-		return false, nil
+		return false, nil, nil
 	}
 	var root *privateRoot
 	rebuilt := false
@@ -354,14 +370,15 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, err er
 		if root.stale() {
 			rebuilt = true
 			if err := root.reset(); err != nil {
-				return false, err
+				return false, nil, err
 			}
 			if err := root.addPolicy(pr.base); err != nil {
+				policyErr := errors.Is(err, ErrPolicy)
 				err = root.abandon(err)
-				if !errors.Is(err, errRootSetup) {
-					return false, err
+				if !errors.Is(err, errRootSetup) || policyErr {
+					return false, nil, err
 				}
-				return false, readOnlyMounts(sb)
+				return false, nil, readOnlyMounts(sb)
 			}
 		}
 	case pr != nil && pr.rootErr != nil:
@@ -371,9 +388,9 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, err er
 	}
 	if err != nil {
 		if !errors.Is(err, errRootSetup) {
-			return false, err
+			return false, nil, err
 		}
-		return false, readOnlyMounts(sb)
+		return false, nil, readOnlyMounts(sb)
 	}
 	if pr != nil && root == pr.root && !rebuilt {
 		defer func() { pr.rootFresh = used && err == nil }()
@@ -381,18 +398,21 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, err er
 	if err := root.addPolicy(sb); err != nil {
 		// A path of the call's that cannot be bound (a filesystem that
 		// refuses): the host's mounts made read-only instead, as where no
-		// root can be built; the started frame says so.
-		if err = root.abandon(err); !errors.Is(err, errRootSetup) {
-			return false, err
+		// root can be built; the started frame says so. A path that goes
+		// through a link swapped in since its check fails the call: the
+		// fallback is no way around the check.
+		policyErr := errors.Is(err, ErrPolicy)
+		if err = root.abandon(err); !errors.Is(err, errRootSetup) || policyErr {
+			return false, nil, err
 		}
-		return false, readOnlyMounts(sb)
+		return false, nil, readOnlyMounts(sb)
 	}
 	if netFiles {
-		if err := root.netFiles(); err != nil {
-			return false, err
+		if placed, err = root.netFiles(); err != nil {
+			return false, nil, err
 		}
 	}
-	return true, root.seal()
+	return true, placed, root.seal()
 }
 
 // reap collects every child until none is left, and returns the command's

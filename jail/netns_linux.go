@@ -199,8 +199,7 @@ type forwarder struct {
 	ctl      *net.UnixConn // to the proxy, made at the first connection
 	ctlErr   error
 
-	mu      sync.Mutex
-	lookups []string
+	lookups reported // the names it was asked, for the report
 }
 
 // maxLookups bounds the names kept for the report.
@@ -282,27 +281,14 @@ func (f *forwarder) refuseDNS(pc net.PacketConn) {
 	}
 }
 
-func (f *forwarder) keep(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, n := range f.lookups {
-		if n == name {
-			return
-		}
-	}
-	if len(f.lookups) < maxLookups {
-		f.lookups = append(f.lookups, name)
-	}
-}
+func (f *forwarder) keep(name string) { f.lookups.add(name) }
 
 // names returns the names looked up so far.
 func (f *forwarder) names() []string {
 	if f == nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.lookups...)
+	return f.lookups.list()
 }
 
 // refusedReply builds a REFUSED answer to a DNS query (RFC 1035 4.1), and

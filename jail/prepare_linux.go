@@ -3,6 +3,8 @@ package jail
 import (
 	"errors"
 	"golang.org/x/sys/unix"
+	"os"
+	"slices"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -46,6 +48,8 @@ func prepare(base *policy.Sandbox) *prepared {
 	if inUserNS {
 		warmThreads()
 		nprocPerUserNS() // known before the call (applyNproc)
+	} else if wantHostNproc() && os.Getuid() != 0 {
+		warmThreads() // before the call's limit (applyHostNproc)
 	}
 	if wantPrivateRoot() {
 		// In a user namespace the launcher cannot go back to the host's
@@ -91,8 +95,10 @@ func prepare(base *policy.Sandbox) *prepared {
 
 // ruleset returns a Landlock ruleset fd with p's rules, for the caller to close:
 // the prepared one plus p's other rules when p extends the base and the base's
-// paths are unchanged, else a new one. pr may be nil.
-func (pr *prepared) ruleset(p *policy.Sandbox, abi int, loopback bool) (int, error) {
+// paths are unchanged, else a new one. pr may be nil. placed are paths of p
+// whose files the call put over the base's (rootfiles_linux.go): their rules
+// are added again, for the new files.
+func (pr *prepared) ruleset(p *policy.Sandbox, abi int, loopback bool, placed []string) (int, error) {
 	attr, size, rules := landlockPlan(p, abi, loopback)
 	// In a private root prepared for the base and not rebuilt since, each base
 	// path is the bind made with its rule's file: nothing to check again.
@@ -103,7 +109,7 @@ func (pr *prepared) ruleset(p *policy.Sandbox, abi int, loopback bool) (int, err
 	pr.fd, pr.used = -1, true
 	extra := make([]pathRule, 0, len(rules))
 	for _, r := range rules {
-		if _, ok := pr.rules[r]; !ok {
+		if _, ok := pr.rules[r]; !ok || slices.Contains(placed, r.path) {
 			extra = append(extra, r)
 		}
 	}

@@ -87,10 +87,13 @@ type message struct {
 	// Lookups, in an exit frame, are the names the command tried to resolve
 	// itself in its private network.
 	Lookups []string
-	Code    int
-	Signal  string
-	Error   string
-	Kind    string
+	// UnixRefused, in an exit frame, are the unix sockets (paths, or
+	// @abstract names) the command's connects to were refused: not its own.
+	UnixRefused []string
+	Code        int
+	Signal      string
+	Error       string
+	Kind        string
 	// IPC is, in an ipc frame, the bytes the System V objects of the
 	// command's IPC namespace hold.
 	IPC int64

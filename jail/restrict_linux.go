@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -24,46 +25,77 @@ import (
 // Everything that can fail harmlessly (Check, opening the paths, building the
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
-func RestrictThread(p *policy.Sandbox) error { return restrictThread(p, nil, false, false) }
+func RestrictThread(p *policy.Sandbox) error {
+	_, err := restrictThread(p, nil, nil, false, false, false, false)
+	return err
+}
 
 // restrictThread is RestrictThread with what a pooled launcher prepared (nil:
 // nothing); privateRoot says the thread's root holds only p's paths (see
-// privateRoot), so datagram socket pairs can reach no host socket; loopback
-// that it is in a network namespace of its own with loopback alone, where a
-// command without network may use TCP and UDP sockets (they reach nothing
-// outside it).
-func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool) error {
+// privateRoot); guarded that its unix sockets are to be its own, guarded (see
+// unixGuard): restrictThread then returns the guard's seccomp listener, else
+// -1; placed are the files the call put in that root over base paths (see
+// prepared.ruleset); tracing allows ptrace of its own processes (a command's,
+// not a JS worker's); loopback says it is in a network namespace of its own
+// with loopback alone, where a command without network may use TCP and UDP
+// sockets (they reach nothing outside it).
+func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
+	loopback = loopback && !p.AllowNetwork
+	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
+	filter, err := restrictThreadExceptSeccomp(p, pr, placed, o, loopback)
+	if err != nil {
+		return -1, err
+	}
+	if !o.GuardUnix {
+		if _, err := loadFilter(filter, 0); err != nil {
+			return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
+		}
+		return -1, nil
+	}
+	// Once the guard has taken a connect, its caller waits for the answer
+	// through any signal but a fatal one (Linux 5.19): the connect done on
+	// its behalf is not repeated by a restarted call.
+	listener, err := loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if errors.Is(err, unix.EINVAL) {
+		listener, err = loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("%w: a seccomp filter with a listener for the unix socket guard: %w", ErrSandbox, err)
+	}
+	return listener, nil
+}
+
+// restrictThreadExceptSeccomp is restrictThread but for its last step: it
+// returns the seccomp filter of o for the caller to load (a JS worker's
+// spawner has its child load it, after the namespaces are made).
+func restrictThreadExceptSeccomp(p *policy.Sandbox, pr *prepared, placed []string, o seccomp.Options, loopback bool) ([]unix.SockFilter, error) {
 	st := Probe()
 	if err := st.Check(p); err != nil {
-		return err
+		return nil, err
 	}
-	loopback = loopback && !p.AllowNetwork
-	filter, err := sandboxFilter(seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback})
+	filter, err := sandboxFilter(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback)
+	ruleset, err := pr.ruleset(p, st.LandlockABI, loopback, placed)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	defer unix.Close(ruleset)
 
 	if err := dropUID(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := dropCapabilities(pr.isBounded()); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
+		return nil, fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
 	}
 	if err := landlockRestrict(ruleset); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
+		return nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if _, err := loadFilter(filter, 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	return nil
+	return filter, nil
 }
 
 // sandboxFilter returns the seccomp filter RestrictThread loads for o, built
@@ -71,7 +103,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, privateRoot, loopback bool)
 // spec).
 func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
-		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork}
+		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix, AllowTracing: o.AllowTracing}
 	}
 	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
 	return f.(func() ([]unix.SockFilter, error))()
@@ -89,37 +121,6 @@ func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
 	}
 	return sockFilter(raw), nil
-}
-
-// ForbidExecAllThreads makes execve and execveat fail with EPERM on every
-// thread of the process, now and later (SECCOMP_FILTER_FLAG_TSYNC), and sets
-// no_new_privs on all of them. The JS worker calls it after its one re-exec,
-// because V8 has started threads of its own by then.
-func ForbidExecAllThreads() error {
-	st := Probe()
-	if !st.Seccomp || st.SeccompArch == "" || !st.NoNewPrivs {
-		return fmt.Errorf("%w: seccomp %v, arch %q, no_new_privs %v", ErrUnsupported, st.Seccomp, st.SeccompArch, st.NoNewPrivs)
-	}
-	arch, _ := seccomp.ArchFor(runtime.GOARCH)
-	filter, err := seccomp.ForbidExec(arch)
-	if err != nil {
-		return fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
-	}
-	// no_new_privs is per thread and must be set on the thread that installs
-	// the filter; TSYNC then sets it on the others. Stay on one thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	tid, err := loadFilter(sockFilter(filter), unix.SECCOMP_FILTER_FLAG_TSYNC)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if tid != 0 {
-		return fmt.Errorf("%w: thread %d has a seccomp filter the caller lacks; TSYNC refused", ErrSandbox, tid)
-	}
-	return nil
 }
 
 func sockFilter(raw []bpf.RawInstruction) []unix.SockFilter {

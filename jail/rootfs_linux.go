@@ -77,6 +77,10 @@ type privateRoot struct {
 	watch   int
 	watched map[string]bool
 	sealed  bool
+	// placed are the files made for the call (rootfiles_linux.go) at the paths
+	// the command reads them by; identity says passwd and group are made.
+	placed   []string
+	identity bool
 }
 
 // nameKind is a path as a policy names it, with how it is to be bound.
@@ -179,23 +183,6 @@ func (r *privateRoot) abandon(why error) error {
 	return fmt.Errorf("%w: %w", errRootSetup, why)
 }
 
-// devLinks makes /dev with the links that shells and tools expect there
-// (process substitution, `> /dev/stderr`); they lead into /proc/self, which
-// is the command's own.
-func (r *privateRoot) devLinks() error {
-	if err := unix.Mkdir("/dev", 0o755); err != nil {
-		return fmt.Errorf("mkdir /dev: %w", err)
-	}
-	for name, target := range map[string]string{
-		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
-	} {
-		if err := unix.Symlink(target, "/dev/"+name); err != nil {
-			return fmt.Errorf("symlink /dev/%s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // addPolicy binds every path of p not bound yet, outer paths before the paths
 // inside them (so that an inner bind is not covered by an outer one), and makes
 // its Links. A link to a path p does not allow is made, but leads nowhere.
@@ -233,9 +220,11 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 		}
 	}
 	if !tmpDone {
-		return r.bindTmp(p)
+		if err := r.bindTmp(p); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.identityFiles() // rootfiles_linux.go
 }
 
 // maxLinks bounds the symlinks followed for one path, as the kernel does.
@@ -333,11 +322,14 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		r.bound[p] = kind
 		return mountProc()
 	}
+	if kind == bindDevice && strings.HasPrefix(p, "/dev/pts/") {
+		return r.bindAt(p, terminalPath, kind) // rootdev_linux.go
+	}
 	return r.bindAt(p, p, kind)
 }
 
 // bindTmp binds a directory of the call's scratch dir (free of symlinks),
-// tmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
+// TmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
 // tools that write to /tmp then write into the call's own directory, which
 // goes with the call. It comes before the paths inside /tmp (the scratch
 // dir's own name among them), whose mount points are then made in it: a
@@ -354,16 +346,12 @@ func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
 			}
 		}
 	}
-	dir := path.Join(p.Tmp, tmpDirName)
+	dir := path.Join(p.Tmp, TmpDirName)
 	if err := unix.Mkdirat(r.oldRoot, dir[1:], 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("making the call's /tmp: %w", err)
 	}
 	return r.bindAt(dir, "/tmp", bindRW)
 }
-
-// tmpDirName is the directory of the scratch dir that a private root shows
-// at /tmp.
-const tmpDirName = ".tmp"
 
 // bindAt binds the host's src (free of symlinks) at dst in the private root.
 func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
@@ -375,6 +363,9 @@ func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
 	})
 	if errors.Is(err, unix.ENOENT) {
 		return nil
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, p)
 	}
 	if err != nil {
 		return fmt.Errorf("opening %s to bind it: %w", p, err)
@@ -505,6 +496,7 @@ func (r *privateRoot) reset() error {
 		return fmt.Errorf("rmdir %s: %w", prev, err)
 	}
 	r.bound, r.asked, r.binds, r.links = map[string]bindKind{}, map[nameKind]bool{}, nil, nil
+	r.placed, r.identity = nil, false
 	if r.watch >= 0 {
 		unix.Close(r.watch)
 	}
@@ -586,38 +578,18 @@ func mkdirAll(p string) error {
 	return nil
 }
 
-// netFileNames are the files netFiles writes.
-var netFileNames = []string{"/etc/hosts", "/etc/resolv.conf"}
-
-// netFiles gives a command in a private network the name service it has:
-// localhost, and a resolver at 127.0.0.1 that refuses every query (names
-// resolve at the proxy). Where the host's files are bound (a mount of /etc),
-// they stay.
-func (r *privateRoot) netFiles() error {
-	for i, content := range []string{
-		"127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
-		"# autobox: no DNS inside; names resolve at the proxy (HTTP_PROXY, ALL_PROXY)\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-	} {
-		name := netFileNames[i]
-		var st unix.Stat_t
-		if unix.Lstat(name, &st) == nil {
-			continue
-		}
-		if err := mkdirAll(path.Dir(name)); err != nil {
-			return err
-		}
-		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // seal detaches the host's root and makes the tmpfs read-only: after it, only
 // what was bound exists for the thread and what it starts.
 func (r *privateRoot) seal() error {
 	if r.sealed {
 		return nil
+	}
+	// The guard's /proc, while the host's is still attached: in a user
+	// namespace the kernel mounts a proc only where one is fully visible.
+	if fd, err := detachedProc(); err == nil {
+		if old := sealedProc.Swap(int32(fd)); old >= 0 {
+			unix.Close(int(old))
+		}
 	}
 	unix.Close(r.oldRoot)
 	unix.Close(r.origNS)

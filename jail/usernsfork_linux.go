@@ -19,7 +19,9 @@ package jail
 // unprivileged process may map its own euid and egid, with setgroups denied
 // first), raises launcherCaps as ambient capabilities so that they survive
 // the exec, and execs the launcher; the parent is suspended until then, as
-// with any vfork. The child touches only its own stack and the arguments
+// with any vfork. JS workers are started by the same child (see
+// workerspawn_linux.go), without maps or capabilities and with a seccomp
+// filter it installs right before its exec. The child touches only its own stack and the arguments
 // prepared for it, with every signal blocked and, before the mask is
 // restored for the exec, every handler reset to the default (the Go
 // runtime's handlers must never run in a child that shares its memory),
@@ -37,9 +39,13 @@ package jail
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 struct userns_child {
 	const char *path;
@@ -47,11 +53,14 @@ struct userns_child {
 	char *const *envp;
 	const int *fds;      // become 0..nfds-1
 	int nfds;
-	const char *uidmap;  // "uid uid 1\n"
+	const char *uidmap;  // "uid uid 1\n", or NULL: no maps
 	const char *gidmap;
 	const int *caps;     // ambient capabilities to raise
 	int ncaps;
 	int pdeathsig;
+	int close_others;    // close every descriptor past nfds-1 at the exec
+	unsigned long nproc; // RLIMIT_NPROC to set, or 0
+	const struct sock_fprog *filter; // installed right before the exec, or NULL
 	sigset_t oldmask;    // restored right before the exec
 	int err;             // errno of the failed step, 0 if the exec happened
 	int step;            // which step failed (see userns_steps)
@@ -84,12 +93,14 @@ static int userns_child(void *arg) {
 		FAIL(1);
 	if (c->pdeathsig && syscall(SYS_prctl, PR_SET_PDEATHSIG, c->pdeathsig, 0, 0, 0) < 0)
 		FAIL(2);
-	if (write_file("/proc/self/setgroups", "deny") < 0)
-		FAIL(3);
-	if (write_file("/proc/self/uid_map", c->uidmap) < 0)
-		FAIL(4);
-	if (write_file("/proc/self/gid_map", c->gidmap) < 0)
-		FAIL(5);
+	if (c->uidmap != NULL) {
+		if (write_file("/proc/self/setgroups", "deny") < 0)
+			FAIL(3);
+		if (write_file("/proc/self/uid_map", c->uidmap) < 0)
+			FAIL(4);
+		if (write_file("/proc/self/gid_map", c->gidmap) < 0)
+			FAIL(5);
+	}
 	if (c->ncaps > 0) {
 		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 		struct __user_cap_data_struct data[2];
@@ -118,6 +129,19 @@ static int userns_child(void *arg) {
 	for (i = 0; i < c->nfds; i++)
 		if (syscall(SYS_dup2, moved[i], i) < 0)
 			FAIL(8);
+	// What this process inherited without close-on-exec (from whoever
+	// started the server) must not reach the child either.
+	if (c->close_others && syscall(SYS_close_range, c->nfds, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		FAIL(11);
+	if (c->nproc > 0) {
+		struct rlimit rl = {c->nproc, c->nproc};
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &rl, NULL) < 0)
+			FAIL(12);
+	}
+	// Last: the filter may refuse what the steps above do (no_new_privs is
+	// the calling thread's already, or the kernel refuses the filter).
+	if (c->filter != NULL && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->filter) < 0)
+		FAIL(10);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &c->oldmask, NULL, _NSIG / 8);
 	syscall(SYS_execve, c->path, c->argv, c->envp);
 	FAIL(9);
@@ -155,6 +179,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -162,15 +187,26 @@ import (
 )
 
 // userNSSteps names the child's steps for errors (see userns_child).
-var userNSSteps = []string{"clone with new user, pid and IPC namespaces", "setsid", "PR_SET_PDEATHSIG", "writing setgroups", "writing uid_map", "writing gid_map", "capset", "raising ambient capabilities", "placing descriptors", "exec"}
+var userNSSteps = []string{"clone", "setsid", "PR_SET_PDEATHSIG", "writing setgroups", "writing uid_map", "writing gid_map", "capset", "raising ambient capabilities", "placing descriptors", "exec", "installing the seccomp filter", "close_range", "setting RLIMIT_NPROC"}
 
 // forkUserNSLauncher starts exe with argv and env in new user, pid and IPC
-// namespaces (plus extra clone flags), the caller's uid and gid mapped to
-// themselves, launcherCaps ambient, files as its descriptors 0..n-1, in a
-// session of its own, with pdeathsig tied to the calling thread (lock it). It
-// returns the child's pid; a child that failed before its exec has been
-// reaped, and the error names the step.
+// namespaces, the caller's uid and gid mapped to themselves, launcherCaps
+// ambient, files as its descriptors 0..n-1, in a session of its own, with
+// pdeathsig tied to the calling thread (lock it). It returns the child's pid;
+// a child that failed before its exec has been reaped, and the error names
+// the step.
 func forkUserNSLauncher(exe string, argv, env []string, files []uintptr, pdeathsig syscall.Signal) (int, error) {
+	return vforkExec(&vforkSpec{
+		exe: exe, argv: argv, env: env, files: files,
+		cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWIPC,
+		mapIDs:     true, caps: launcherCaps, pdeathsig: pdeathsig,
+	})
+}
+
+// vforkExec starts s in a session of its own with userns_child. It returns
+// the child's pid; a child that failed before its exec has been reaped, and
+// the error names the step.
+func vforkExec(s *vforkSpec) (int, error) {
 	cstrs := func(ss []string) (**C.char, func()) {
 		p := C.malloc(C.size_t(len(ss)+1) * C.size_t(unsafe.Sizeof(uintptr(0))))
 		arr := unsafe.Slice((**C.char)(p), len(ss)+1)
@@ -185,40 +221,57 @@ func forkUserNSLauncher(exe string, argv, env []string, files []uintptr, pdeaths
 			C.free(p)
 		}
 	}
-	path := C.CString(exe)
+	path := C.CString(s.exe)
 	defer C.free(unsafe.Pointer(path))
-	cargv, freeArgv := cstrs(argv)
+	cargv, freeArgv := cstrs(s.argv)
 	defer freeArgv()
-	cenv, freeEnv := cstrs(env)
+	cenv, freeEnv := cstrs(s.env)
 	defer freeEnv()
-	uid, gid := unix.Getuid(), unix.Getgid()
-	uidmap := C.CString(fmt.Sprintf("%d %d 1\n", uid, uid))
-	defer C.free(unsafe.Pointer(uidmap))
-	gidmap := C.CString(fmt.Sprintf("%d %d 1\n", gid, gid))
-	defer C.free(unsafe.Pointer(gidmap))
-	fds := (*C.int)(C.malloc(C.size_t(len(files)+1) * C.size_t(unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(fds))
-	for i, f := range files {
-		unsafe.Slice(fds, len(files))[i] = C.int(f)
-	}
-	caps := (*C.int)(C.malloc(C.size_t(len(launcherCaps)) * C.size_t(unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(caps))
-	for i, c := range launcherCaps {
-		unsafe.Slice(caps, len(launcherCaps))[i] = C.int(c)
-	}
 	c := (*C.struct_userns_child)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_userns_child{}))))
 	defer C.free(unsafe.Pointer(c))
+	if s.mapIDs {
+		uid, gid := unix.Getuid(), unix.Getgid()
+		c.uidmap = C.CString(fmt.Sprintf("%d %d 1\n", uid, uid))
+		defer C.free(unsafe.Pointer(c.uidmap))
+		c.gidmap = C.CString(fmt.Sprintf("%d %d 1\n", gid, gid))
+		defer C.free(unsafe.Pointer(c.gidmap))
+	}
+	fds := (*C.int)(C.malloc(C.size_t(len(s.files)+1) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(fds))
+	for i, f := range s.files {
+		unsafe.Slice(fds, len(s.files))[i] = C.int(f)
+	}
+	caps := (*C.int)(C.malloc(C.size_t(len(s.caps)+1) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(caps))
+	for i, c := range s.caps {
+		unsafe.Slice(caps, len(s.caps))[i] = C.int(c)
+	}
+	if len(s.filter) > 0 {
+		// In C memory: the child reads it while the parent is suspended.
+		size := C.size_t(len(s.filter)) * C.size_t(unsafe.Sizeof(unix.SockFilter{}))
+		insns := C.malloc(size)
+		defer C.free(insns)
+		copy(unsafe.Slice((*unix.SockFilter)(insns), len(s.filter)), s.filter)
+		prog := (*C.struct_sock_fprog)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_sock_fprog{}))))
+		defer C.free(unsafe.Pointer(prog))
+		prog.len = C.ushort(len(s.filter))
+		prog.filter = (*C.struct_sock_filter)(insns)
+		c.filter = prog
+	}
 	c.path, c.argv, c.envp = path, cargv, cenv
-	c.fds, c.nfds = fds, C.int(len(files))
-	c.uidmap, c.gidmap = uidmap, gidmap
-	c.caps, c.ncaps = caps, C.int(len(launcherCaps))
-	c.pdeathsig = C.int(pdeathsig)
+	c.fds, c.nfds = fds, C.int(len(s.files))
+	c.caps, c.ncaps = caps, C.int(len(s.caps))
+	c.pdeathsig = C.int(s.pdeathsig)
+	if s.closeOthers {
+		c.close_others = 1
+	}
+	c.nproc = C.ulong(s.nproc)
 	// As syscall.ForkExec: no descriptor is half-made (without
 	// close-on-exec) while the child is made.
 	syscall.ForkLock.Lock()
-	pid := int(C.userns_spawn(c, C.int(unix.CLONE_NEWUSER|unix.CLONE_NEWPID|unix.CLONE_NEWIPC)))
+	pid := int(C.userns_spawn(c, C.int(s.cloneflags)))
 	syscall.ForkLock.Unlock()
-	runtime.KeepAlive(files)
+	runtime.KeepAlive(s.files)
 	if pid < 0 || c.err != 0 {
 		err := syscall.Errno(c.err)
 		if pid > 0 {
@@ -233,7 +286,27 @@ func forkUserNSLauncher(exe string, argv, env []string, files []uintptr, pdeaths
 		if step < 0 || step >= len(userNSSteps) {
 			step = 0
 		}
+		if step == 0 && s.cloneflags != 0 {
+			return 0, fmt.Errorf("clone with %s: %w", namespaceNames(s.cloneflags), err)
+		}
 		return 0, fmt.Errorf("%s: %w", userNSSteps[step], err)
 	}
 	return pid, nil
+}
+
+// namespaceNames names the namespaces of clone flags, for errors.
+func namespaceNames(flags int) string {
+	var names []string
+	for _, n := range []struct {
+		flag int
+		name string
+	}{{unix.CLONE_NEWUSER, "user"}, {unix.CLONE_NEWPID, "pid"}, {unix.CLONE_NEWIPC, "IPC"}, {unix.CLONE_NEWNET, "network"}, {unix.CLONE_NEWNS, "mount"}} {
+		if flags&n.flag != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) > 1 {
+		names = append(names[:len(names)-2], names[len(names)-2]+" and "+names[len(names)-1])
+	}
+	return "new " + strings.Join(names, ", ") + " namespaces"
 }

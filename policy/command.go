@@ -53,6 +53,9 @@ type Exit struct {
 	// Lookups are the names the command tried to resolve itself inside a
 	// private network, where no DNS is offered (at most 32).
 	Lookups []string
+	// UnixRefused are the unix sockets (paths, or @abstract names) the command
+	// tried to connect to that are not its own, refused (at most 8).
+	UnixRefused []string
 	// Usage is what the enforcer measured of the tree once it was gone (the
 	// kernel's accounting of every process it reaped); zero when it could not.
 	Usage Usage

@@ -19,6 +19,13 @@ type Sandbox struct {
 	// Landlock cannot subtract, so the caller must not build a policy where a
 	// ReadWrite path contains a DenyWrite path; Validate rejects that.
 	DenyWrite []string
+	// Hidden are paths below ReadOnly ones that the command may not read
+	// (secrets: /etc/shadow, ssh host keys, ...). An enforcer grants the
+	// ReadOnly path around them entry by entry, leaving them out: their names
+	// may be listed, their contents are denied. Landlock enforces this on the
+	// files themselves, so a hidden path that the host replaces while the
+	// command runs stays denied.
+	Hidden []string
 	// Devices are character devices opened read-write (/dev/null and friends).
 	Devices []string
 	// AllowNetwork permits sockets of every family; when false only AF_UNIX

@@ -29,6 +29,7 @@ const (
 	paramRW    = "RW"    // policy.Sandbox.ReadWrite
 	paramDev   = "DEV"   // policy.Sandbox.Devices
 	paramDW    = "DW"    // policy.Sandbox.DenyWrite
+	paramHid   = "HID"   // policy.Sandbox.Hidden
 	paramGuard = "GUARD" // writable ancestors of a ReadOnly/DenyWrite path
 	paramExe   = "EXE"   // the JS worker's binary
 )
@@ -52,6 +53,7 @@ func ExecProfile(p *policy.Sandbox) (profile string, params []string) {
 	rw, _ := cleanPaths(p.ReadWrite)
 	dev, _ := cleanPaths(p.Devices)
 	dw, dwBad := cleanPaths(p.DenyWrite)
+	hid, _ := cleanPaths(p.Hidden)
 
 	// Parameters are named in the order the rules below first use them.
 	up := b.names(paramUp, ancestors(slices.Concat(ro, rw)))
@@ -60,6 +62,7 @@ func ExecProfile(p *policy.Sandbox) (profile string, params []string) {
 	devN := b.names(paramDev, dev)
 	dwN := b.names(paramDW, dw)
 	guardN := b.names(paramGuard, guards(slices.Concat(ro, dw), rw))
+	hidN := b.names(paramHid, hid)
 
 	b.rule("Mounts: stat the directories above them, so paths to them resolve.",
 		"allow file-read-metadata", each(literal, up))
@@ -72,6 +75,8 @@ func ExecProfile(p *policy.Sandbox) (profile string, params []string) {
 	b.rule("", "allow network-outbound", each(remoteSocket, rwN))
 	b.rule("Devices the policy names.",
 		"allow file-read* file-write-data file-ioctl", each(literal, devN))
+	b.rule("Secrets below readable paths (Hidden): their contents are never read.",
+		"deny file-read-data file-map-executable process-exec", each(subpath, hidN))
 	switch {
 	case p.PrivateNetwork:
 		// Network by host: the proxy on loopback, nothing else; no name

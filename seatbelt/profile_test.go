@@ -36,6 +36,12 @@ var execCases = []struct {
 	}},
 	{"no_exec", policy.Sandbox{ReadOnly: []string{"/Users/alice/data-ro"}, ReadWrite: []string{scratch}}},
 	{"bad_deny_path", policy.Sandbox{ReadWrite: []string{scratch}, DenyWrite: []string{"relative/src-dw"}, AllowExec: true}},
+	{"hidden", policy.Sandbox{
+		ReadOnly:  []string{"/Users/alice/conf-ro"},
+		Hidden:    []string{"/Users/alice/conf-ro/shadow-hid", "/Users/alice/conf-ro/ssh/host_key-hid"},
+		ReadWrite: []string{scratch},
+		AllowExec: true,
+	}},
 	{"network_by_host", policy.Sandbox{ReadWrite: []string{scratch}, AllowNetwork: true, PrivateNetwork: true, ProxyPort: 51234, AllowExec: true}},
 }
 
@@ -82,7 +88,7 @@ func TestWorkerProfileGolden(t *testing.T) {
 }
 
 func allPaths(p *policy.Sandbox) []string {
-	return slices.Concat(p.ReadOnly, p.ReadWrite, p.DenyWrite, p.Devices)
+	return slices.Concat(p.ReadOnly, p.ReadWrite, p.DenyWrite, p.Devices, p.Hidden)
 }
 
 // paramRefs returns the names of (param "NAME") forms, in order.

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/autobox-dev/autobox/internal/etcsecrets"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/store"
@@ -366,7 +367,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
 	case strings.HasPrefix(killedBy, "disk"):
 		out.Killed = true
-		out.Stderr = killedBy + "\n" + scratchListing(scratch) + out.Stderr
+		out.Stderr = killedBy + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
 	case limitKill(killedBy):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr
@@ -378,6 +379,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Stderr = killedBy + "\n" + out.Stderr
 	}
 	c.noteRefusals(out, tree, killedBy)
+	noteCompat(out, res)
 	if pc != nil {
 		for _, name := range res.Lookups {
 			pc.Deny(proxy.LookupDenial(name))
@@ -426,19 +428,18 @@ func basePolicy() *policy.Sandbox {
 	sys := systemPaths()
 	// Every path is canonical: system paths resolved here, mounts and workspaces
 	// checked by validation, scratch dirs resolved when made.
-	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Devices: sys.devices, Links: sys.readOnlyLinks, NoFollow: true}
+	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Hidden: sys.hidden(), Devices: sys.devices, Links: sys.readOnlyLinks, NoFollow: true}
 }
 
-// What ordinary tools need to start. /etc is an allowlist of its own: the loader
-// cache, alternatives links, TLS roots, time zone and name-service basics; not
-// passwd, shadow, hostname or anything else about this machine.
+// What programs find on the user's machine: the system's directories, and
+// /etc as the host has it but for its secrets (sysPaths.hidden); a private
+// root adds a passwd and group of the call's own (jail).
 var systemReadOnly = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
-	"/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/gai.conf",
-	"/etc/mime.types", "/etc/magic", "/etc/magic.mime", "/etc/inputrc", "/etc/terminfo",
-	"/etc/gitconfig", "/etc/locale.alias", "/etc/os-release",
+	"/etc",
+	// The CPUs' topology and frequencies (Chromium, the JVM, OpenBLAS and
+	// numpy size their thread pools from it); nothing else of /sys.
+	"/sys/devices/system/cpu",
 	"/proc", // other processes' secrets stay out: Landlock denies ptrace-mode access outside the sandbox
 }
 
@@ -453,6 +454,15 @@ type sysPaths struct {
 	readOnly, readOnlyLinks []string
 	network, networkLinks   []string
 	devices                 []string
+	etc                     *etcsecrets.Scanner // the secrets of /etc, as it is now
+}
+
+// hidden are the secrets of /etc now (see etcsecrets).
+func (s sysPaths) hidden() []string {
+	if s.etc == nil {
+		return nil
+	}
+	return s.etc.Hidden()
 }
 
 // systemPaths resolves the system allowlists once: they do not change while the
@@ -462,6 +472,9 @@ var systemPaths = sync.OnceValue(func() sysPaths {
 	s.readOnly, s.readOnlyLinks = existing(systemReadOnly)
 	s.network, s.networkLinks = existing(networkReadOnly)
 	s.devices, _ = existing(devices)
+	if etc, err := filepath.EvalSymlinks("/etc"); err == nil {
+		s.etc = etcsecrets.New(etc)
+	}
 	return s
 })
 
@@ -491,7 +504,10 @@ func commandEnv(scratch string) []string {
 	env := []string{
 		"PATH=" + defaultPath,
 		"HOME=" + scratch,
+		// A private root shows the scratch dir's own tmp at /tmp and a
+		// runtime dir in its own /run: the jail moves these two there.
 		"TMPDIR=" + scratch,
+		"XDG_RUNTIME_DIR=" + scratch,
 		"BASH_ENV=/dev/null",
 		"ENV=/dev/null",
 		"LANG=C.UTF-8",

@@ -89,6 +89,6 @@ func (f *callFetches) end() {
 		return
 	case <-time.After(time.Second):
 	}
-	_ = f.w.cmd.Process.Kill()
+	_ = f.w.proc.Kill()
 	<-done
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,7 +37,7 @@ func TestCallFetchesBound(t *testing.T) {
 	f := &blockingFetcher{}
 	b := newBridge(nil, 0, 0, true, time.Now().Add(time.Minute))
 	b.fetchClient = f
-	w := &jsWorker{toW: wr, cmd: &exec.Cmd{}}
+	w := &jsWorker{toW: wr, proc: &os.Process{}}
 	calls := newCallFetches(context.Background(), w, b)
 	for i := 1; i <= proto.MaxFetchesInFlight+1; i++ {
 		if err := calls.start(&proto.Bridge{ID: i, Op: "fetch", Args: []byte(`{"url":"http://example.com/"}`)}); err != nil {

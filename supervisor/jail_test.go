@@ -20,6 +20,9 @@ import (
 // testBin is the autobox binary built by TestMain: workers are the real binary.
 var testBin string
 
+// testBinEnv names, for a re-run of this test binary, the autobox binary to use.
+const testBinEnv = "AUTOBOX_SUPERVISOR_TEST_BIN"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "autobox-supervisor-test-")
 	if err != nil {
@@ -28,11 +31,15 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config")) // never the user's own ceiling file
 	testBin = filepath.Join(dir, "autobox")
-	build := exec.Command("go", "build", "-o", testBin, "../cmd/autobox")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building autobox:", err)
-		os.Exit(1)
+	if b := os.Getenv(testBinEnv); b != "" {
+		testBin = b // a test that re-runs this binary passes its own
+	} else {
+		build := exec.Command("go", "build", "-o", testBin, "../cmd/autobox")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building autobox:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -57,7 +64,7 @@ func workerPids(t *testing.T, s *Server) []int {
 		s.pool.mu.Lock()
 		var pids []int
 		for w := range s.pool.live {
-			pids = append(pids, w.cmd.Process.Pid)
+			pids = append(pids, w.proc.Pid)
 		}
 		s.pool.mu.Unlock()
 		if len(pids) > 0 && len(s.pool.ready) > 0 {
@@ -70,9 +77,10 @@ func workerPids(t *testing.T, s *Server) []int {
 }
 
 // TestWorkerEveryThreadRestricted reads the status of every thread of a warm worker
-// (V8 has started its own threads by then): each has no_new_privs and both seccomp
-// filters, the one inherited from the restricted spawner thread (which was applied
-// together with Landlock) and the exec ban installed with TSYNC.
+// (V8 has started its own threads by then): each has no_new_privs, no capability and
+// both seccomp filters, the sandbox's, loaded right before the worker's exec, and the
+// worker's allow-list, loaded with TSYNC. Where the host gives workers namespaces, each
+// is pid 1 of a pid namespace of its own, in a user namespace of its own.
 func TestWorkerEveryThreadRestricted(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux jail")
@@ -92,10 +100,22 @@ func TestWorkerEveryThreadRestricted(t *testing.T) {
 				continue // thread exited
 			}
 			st := string(b)
-			for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2", "Seccomp_filters:\t2"} {
+			for _, want := range []string{"NoNewPrivs:\t1", "Seccomp:\t2", "Seccomp_filters:\t2", "CapEff:\t0000000000000000"} {
 				if !strings.Contains(st, want) {
 					t.Errorf("%s lacks %q", f, want)
 				}
+			}
+		}
+	}
+	if s.pool.jail.isolation != jail.ModeLandlock {
+		self, _ := os.Readlink("/proc/self/ns/user")
+		for _, pid := range workerPids(t, s) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if !strings.Contains(string(b), fmt.Sprintf("NSpid:\t%d\t1\n", pid)) {
+				t.Errorf("worker %d is not pid 1 of a pid namespace of its own:\n%s", pid, b)
+			}
+			if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid)); ns == self || ns == "" {
+				t.Errorf("worker %d is in the server's user namespace %s", pid, self)
 			}
 		}
 	}

@@ -46,7 +46,7 @@ type JSOutput struct {
 	WriteBytes int64         `json:"writeBytes" jsonschema:"bytes written through host.writeFile"`
 	Network    *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts fetched from and the connections refused, with why"`
 	Mounts     []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the code ran with, each with the host directory it resolved to"`
-	Unjailed   string        `json:"unjailed,omitempty" jsonschema:"set when the JS worker ran without its jail (this host lacks what it needs): why, and that the code had V8's isolation alone"`
+	Isolation  string        `json:"isolation,omitempty" jsonschema:"the jail the JS worker ran in: namespaces (a root server: a user and pid namespace of its own), user-namespaces (an ordinary user's server: the same), landlock-only (no namespaces on this host: Landlock and the seccomp allow-list alone), seatbelt (macOS), unjailed (no OS sandbox on this host: V8's isolation alone)"`
 }
 
 // jsCall is a validated execute_js call.
@@ -117,7 +117,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	defer s.pool.done(w)
 	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
 	defer b.close()
-	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Unjailed: s.jsGap}
+	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Isolation: s.pool.jail.isolation}
 	if c.net.proxied() {
 		pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, "this JavaScript call (execute_js)", nil))
 		if err != nil {
@@ -165,9 +165,9 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 	// memoryMb bounds V8's heap; ArrayBuffers and WebAssembly memories live outside
 	// it, so the worker's whole resident memory is watched too.
 	var breach atomic.Int64
-	stopWatch := watchRSS(w.cmd.Process.Pid, workerRSSLimit(c.run.MemoryMb), func(rss int64) {
+	stopWatch := watchRSS(w.proc.Pid, workerRSSLimit(c.run.MemoryMb), func(rss int64) {
 		breach.Store(rss)
-		_ = w.cmd.Process.Kill()
+		_ = w.proc.Kill()
 	})
 	defer stopWatch()
 	fetches := newCallFetches(ctx, w, b)
@@ -221,7 +221,7 @@ func (w *jsWorker) crashError(c *jsCall, readErr error) error {
 	}
 	// The worker's CPU time is capped at its call's time limit (RLIMIT_CPU, whole
 	// seconds): the kernel's SIGKILL at the cap is the time limit too.
-	if ps := w.cmd.ProcessState; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(c.run.TimeoutMs)*time.Millisecond {
+	if ps := w.state; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(c.run.TimeoutMs)*time.Millisecond {
 		return fmt.Errorf("TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", c.run.TimeoutMs)
 	}
 	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)

@@ -8,9 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,10 +25,13 @@ import (
 // recognise V8's fatal heap message.
 const maxWorkerStderr = 16 << 10
 
-// workerEnv is the whole environment of a JS worker: nothing of the server's, only
-// Go runtime settings for a process that lives for one call (see goenv.Child). The
-// memory limit leaves room for bridge replies, which can be large.
-var workerEnv = goenv.Child("48MiB")
+// workerEnv is the whole environment of a JS worker: nothing of the server's but its
+// time zone (see hostTimeZone), and Go runtime settings for a process that lives for
+// one call (see goenv.Child). The memory limit leaves room for bridge replies, which
+// can be large.
+func workerEnv() []string {
+	return append(goenv.Child("48MiB"), "TZ="+hostTimeZone())
+}
 
 // workerTimerSlack is the timer slack of batch workers (pool.throughput), set before
 // the Go runtime starts (worker/link_linux.go). A worker lives for ~10 ms, and the
@@ -41,12 +44,12 @@ const workerTimerSlack = "AUTOBOX_TIMER_SLACK_NS=2000000"
 
 // jsWorker is one prefork `autobox worker js` process, ready for exactly one call.
 type jsWorker struct {
-	cmd     *exec.Cmd
-	toW     *os.File      // frames to the worker
-	fromW   *os.File      // frames from the worker: a blocking pipe, read by the worker's owner
-	exited  chan struct{} // closed once the process has been reaped
-	stderr  *boundedBuffer
-	waitErr error
+	proc   *os.Process
+	state  *os.ProcessState // once exited is closed (nil if waiting failed)
+	toW    *os.File         // frames to the worker
+	fromW  *os.File         // frames from the worker: a blocking pipe, read by the worker's owner
+	exited chan struct{}    // closed once the process has been reaped and its stderr read
+	stderr *boundedBuffer
 
 	gotCache bool // started with the prelude code cache
 	spaced   bool // its call was spaced out from the one before (see done)
@@ -68,9 +71,9 @@ func (w *jsWorker) watch(ctx context.Context, deadline time.Time) (expired func(
 	var hit atomic.Bool
 	t := time.AfterFunc(time.Until(deadline), func() {
 		hit.Store(true)
-		_ = w.cmd.Process.Kill()
+		_ = w.proc.Kill()
 	})
-	stopCtx := context.AfterFunc(ctx, func() { _ = w.cmd.Process.Kill() })
+	stopCtx := context.AfterFunc(ctx, func() { _ = w.proc.Kill() })
 	return hit.Load, func() {
 		t.Stop()
 		stopCtx()
@@ -79,9 +82,7 @@ func (w *jsWorker) watch(ctx context.Context, deadline time.Time) (expired func(
 
 // kill ends the worker (idempotent) and waits for it to be reaped.
 func (w *jsWorker) kill() {
-	if w.cmd.Process != nil {
-		_ = w.cmd.Process.Kill()
-	}
+	_ = w.proc.Kill()
 	w.toW.Close()
 	<-w.exited
 	w.fromW.Close()
@@ -95,11 +96,11 @@ func (w *jsWorker) kill() {
 // watches the life pipe instead, whose write end only the server holds, and exits at
 // its end of file, which comes when the server exits, however it exits.
 type pool struct {
-	argv    []string     // command line of a worker (exe first)
-	prepare func() error // run on each worker's own thread before the fork (may be nil)
-	devnull *os.File     // stdin/stdout of workers, opened before a spawning thread is restricted
-	life    *os.File     // read end of the life pipe, fd 5 of every worker
-	lifeW   *os.File     // its write end, held until close
+	jail    *workerJail
+	env     []string // of every worker (workerEnv)
+	devnull *os.File // stdin/stdout of workers, opened before a spawning thread is restricted
+	life    *os.File // read end of the life pipe, fd 5 of every worker
+	lifeW   *os.File // its write end, held until close
 	size    int
 	log     *slog.Logger
 	// throughput tunes workers for batch runs (Options.Throughput).
@@ -111,8 +112,9 @@ type pool struct {
 	// cacheGiven counts workers started with the cache; cacheMisses those of them
 	// that made their own: V8 rejected it.
 	cacheGiven, cacheMisses atomic.Int64
-	calls                   *pace.Calls  // spaced-out calls get their replacement after the answer
-	delayed                 atomic.Int32 // replacements waiting for pace.AfterCall
+	v8Version               atomic.Pointer[string] // as the first ready worker said
+	calls                   *pace.Calls            // spaced-out calls get their replacement after the answer
+	delayed                 atomic.Int32           // replacements waiting for pace.AfterCall
 	ready                   chan *jsWorker
 	stop                    chan struct{}
 	wg                      sync.WaitGroup
@@ -128,7 +130,33 @@ type spawnResult struct {
 	err error
 }
 
-func newPool(argv []string, prepare func() error, size int, throughput bool, log *slog.Logger) (*pool, error) {
+// workerJail is how the pool starts JS workers on this platform (workerLaunch).
+type workerJail struct {
+	argv    []string     // command line of a worker (exe first)
+	prepare func() error // run on each worker's own thread before it starts one (nil: nothing)
+	// start starts a worker with files as its descriptors 0..n-1, from the thread
+	// prepare ran on; nil: os.StartProcess with workerSysProcAttr.
+	start func(argv, env []string, files []*os.File) (*os.Process, error)
+	// isolation is what execute_js results say the code ran in: jail.ModeRoot,
+	// jail.ModeUserNS or jail.ModeLandlock, "seatbelt" on macOS, "unjailed".
+	isolation string
+	// why says, where the jail is weaker than the host's best, why and what would
+	// make it whole ("" otherwise).
+	why string
+	// refusals reads the system calls a worker's filter refused from its stderr
+	// (nil: none can be).
+	refusals func(stderr []byte) []string
+}
+
+// unjailedWorkers are workers without an OS sandbox, V8's isolation alone.
+func unjailedWorkers(exe string) *workerJail {
+	return &workerJail{argv: []string{exe, "worker", "js", "--unjailed"}, isolation: isolationUnjailed, why: "no OS sandbox for JS workers on this host"}
+}
+
+// isolationUnjailed is the isolation of a JS worker without an OS sandbox.
+const isolationUnjailed = "unjailed"
+
+func newPool(jail *workerJail, size int, throughput bool, log *slog.Logger) (*pool, error) {
 	if size < 0 {
 		size = 0
 	}
@@ -142,7 +170,7 @@ func newPool(argv []string, prepare func() error, size int, throughput bool, log
 		return nil, err
 	}
 	p := &pool{
-		argv: argv, prepare: prepare, devnull: devnull, life: life, lifeW: lifeW, size: size, throughput: throughput, log: log,
+		jail: jail, env: workerEnv(), devnull: devnull, life: life, lifeW: lifeW, size: size, throughput: throughput, log: log,
 		calls: pace.NewCalls(),
 		ready: make(chan *jsWorker, max(size, 1)),
 		stop:  make(chan struct{}),
@@ -172,8 +200,8 @@ func (p *pool) onOwnThread(f func() (*jsWorker, error)) (*jsWorker, error) {
 			go run()
 			return
 		}
-		if p.prepare != nil {
-			if err := p.prepare(); err != nil {
+		if p.jail.prepare != nil {
+			if err := p.jail.prepare(); err != nil {
 				rq <- spawnResult{nil, err}
 				return
 			}
@@ -207,27 +235,30 @@ func (p *pool) start() (*jsWorker, error) {
 	}
 	fromWr, fromWw, err := blockingPipe()
 	if err != nil {
-		toWr.Close()
-		toWw.Close()
+		closeAll(toWr, toWw)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(toWr, toWw, fromWr, fromWw)
 		return nil, err
 	}
 	w := &jsWorker{toW: toWw, fromW: fromWr, exited: make(chan struct{}), stderr: &boundedBuffer{max: maxWorkerStderr}}
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Env = workerEnv
+	env := p.env
 	if p.throughput {
-		cmd.Env = append(slices.Clip(workerEnv), workerTimerSlack)
+		env = append(slices.Clip(p.env), workerTimerSlack)
 	}
-	cmd.Stdin, cmd.Stdout = p.devnull, p.devnull // no opens on the restricted thread
-	cmd.ExtraFiles = []*os.File{toWr, fromWw, p.life}
-	cmd.Stderr = w.stderr
-	cmd.SysProcAttr = workerSysProcAttr()
-	w.cmd = cmd
-	err = cmd.Start()
-	toWr.Close()
-	fromWw.Close()
+	// stdin and stdout /dev/null (no opens on the restricted thread), stderr to
+	// the supervisor, then the pipes and the life pipe (fds 3, 4, 5).
+	files := []*os.File{p.devnull, p.devnull, errW, toWr, fromWw, p.life}
+	if p.jail.start != nil {
+		w.proc, err = p.jail.start(p.jail.argv, env, files)
+	} else {
+		w.proc, err = os.StartProcess(p.jail.argv[0], p.jail.argv, &os.ProcAttr{Env: env, Files: files, Sys: workerSysProcAttr()})
+	}
+	closeAll(toWr, fromWw, errW)
 	if err != nil {
-		toWw.Close()
-		fromWr.Close()
+		closeAll(toWw, fromWr, errR)
 		return nil, fmt.Errorf("starting JS worker: %w", err)
 	}
 	init := &proto.Init{NoWarmup: p.throughput}
@@ -241,11 +272,25 @@ func (p *pool) start() (*jsWorker, error) {
 	p.mu.Lock()
 	p.live[w] = true
 	p.mu.Unlock()
+	copied := make(chan struct{})
 	go func() {
-		w.waitErr = cmd.Wait()
+		_, _ = io.Copy(w.stderr, errR)
+		close(copied)
+	}()
+	go func() {
+		w.state, _ = w.proc.Wait()
+		// A jailed worker cannot fork, so its stderr ends with it; an unjailed
+		// one's children may hold it: what they write later is not the worker's.
+		select {
+		case <-copied:
+		case <-time.After(time.Second):
+		}
+		errR.Close()
+		<-copied
 		p.mu.Lock()
 		delete(p.live, w)
 		p.mu.Unlock()
+		p.reportRefusals(w)
 		close(w.exited)
 	}()
 	if initErr != nil {
@@ -253,6 +298,24 @@ func (p *pool) start() (*jsWorker, error) {
 		return nil, fmt.Errorf("starting JS worker: %w", initErr)
 	}
 	return w, nil
+}
+
+// reportRefusals logs the system calls w's seccomp filter refused, which a
+// worker serving a call never makes: a missing entry in its allow-list, or
+// code that broke out of V8.
+func (p *pool) reportRefusals(w *jsWorker) {
+	if p.jail.refusals == nil {
+		return
+	}
+	if names := p.jail.refusals(w.stderr.Bytes()); len(names) > 0 {
+		p.log.Warn("a JS worker made system calls outside its allow-list; they were refused", "calls", strings.Join(names, ","), "pid", w.proc.Pid)
+	}
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // refill starts workers in the background until size are warm or on their way.
@@ -299,6 +362,10 @@ func (p *pool) spawnReady(ctx context.Context) (*jsWorker, error) {
 	m, err := w.read()
 	stop()
 	if err == nil && m.Type == proto.TypeReady {
+		if m.Ready != nil && m.Ready.V8 != "" && p.v8Version.Load() == nil {
+			v := m.Ready.V8
+			p.v8Version.CompareAndSwap(nil, &v)
+		}
 		if m.Ready != nil && len(m.Ready.PreludeCache) > 0 && len(m.Ready.PreludeCache) <= proto.MaxPreludeCache {
 			c := m.Ready.PreludeCache
 			if !w.gotCache {
@@ -339,6 +406,9 @@ func (p *pool) get(ctx context.Context) (*jsWorker, error) {
 	}
 	w, err := p.spawnReady(ctx)
 	if err != nil && ctx.Err() == nil {
+		// Said, so that a call that waited for two starts (up to 20 s on a
+		// machine too busy to start one in 10) tells why.
+		p.log.Warn("a JS worker did not start; starting another", "err", err)
 		w, err = p.spawnReady(ctx) // one more try: a start can fail for a passing reason
 	}
 	if w != nil {
@@ -395,11 +465,13 @@ func (w *jsWorker) describeExit(readErr error) string {
 	select {
 	case <-w.exited:
 	case <-time.After(2 * time.Second):
-		_ = w.cmd.Process.Kill()
+		_ = w.proc.Kill()
 		<-w.exited
 	}
 	msg := "exited"
-	if ws, ok := w.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+	if w.state == nil {
+		msg = "lost (could not be waited for)"
+	} else if ws, ok := w.state.Sys().(syscall.WaitStatus); ok {
 		switch {
 		case ws.Signaled():
 			msg = "killed by signal " + ws.Signal().String()

@@ -34,13 +34,13 @@ func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *
 }
 
 // workerLaunch runs the JS worker under a deny-by-default seatbelt profile.
-func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) {
+func workerLaunch(exe string, log *slog.Logger) (*workerJail, error) {
 	if err := seatbelt.Available(); err != nil {
 		log.Warn("sandbox-exec is missing: JS workers run WITHOUT a seatbelt profile", "err", err)
-		return []string{exe, "worker", "js", "--unjailed"}, nil, nil
+		return unjailedWorkers(exe), nil
 	}
 	profile, params := seatbelt.WorkerProfile(exe)
-	return seatbelt.Args(profile, params, []string{exe, "worker", "js", "--jailed"}), nil, nil
+	return &workerJail{argv: seatbelt.Args(profile, params, []string{exe, "worker", "js", "--jailed"}), isolation: "seatbelt"}, nil
 }
 
 // rootIsLauncher: sandbox-exec execs the command in place, so a tree's root

@@ -27,9 +27,9 @@ func (refusingRunner) start(c *policy.Command, memory int64, stdout, stderr *os.
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
 }
 
-func workerLaunch(exe string, log *slog.Logger) ([]string, func() error, error) {
+func workerLaunch(exe string, log *slog.Logger) (*workerJail, error) {
 	log.Warn("no OS sandbox on this platform: JS workers run unjailed (V8 isolation only)")
-	return []string{exe, "worker", "js", "--unjailed"}, nil, nil
+	return unjailedWorkers(exe), nil
 }
 
 const rootIsLauncher = false

@@ -100,7 +100,6 @@ type Server struct {
 	ceiling   *ceiling.Live  // the user's ceiling (ceiling.go), following its file
 	grants    ceiling.Grants // what the user allowed beyond it for this server's life
 	questions questions      // asking the user (ask.go)
-	jsGap     string         // what JS workers run without, "" when jailed (jsjail.go)
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -143,15 +142,13 @@ func New(opts Options) (*Server, error) {
 	case size < 0:
 		size = 0
 	}
-	argv, prepare, err := workerLaunch(exe, s.log)
-	if err != nil {
-		return nil, err
+	wj := unjailedWorkers(exe)
+	if !opts.noWorkerJail {
+		if wj, err = workerLaunch(exe, s.log); err != nil {
+			return nil, err
+		}
 	}
-	if opts.noWorkerJail {
-		argv, prepare = []string{exe, "worker", "js", "--unjailed"}, nil
-	}
-	s.jsGap = jsJailGap(argv) // jsjail.go: said in every result and by doctor
-	if s.pool, err = newPool(argv, prepare, size, opts.Throughput, s.log); err != nil {
+	if s.pool, err = newPool(wj, size, opts.Throughput, s.log); err != nil {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)

@@ -126,8 +126,15 @@ func TestExecEnvironment(t *testing.T) {
 			home = strings.TrimPrefix(l, "HOME=")
 		}
 	}
-	if !strings.Contains(o.Stdout, "TMPDIR="+home) || !strings.Contains(o.Stdout, "cwd="+home) {
-		t.Errorf("TMPDIR and cwd should be the scratch dir %s:\n%s", home, o.Stdout)
+	// TMPDIR is the scratch dir, or, where the command has a root of its
+	// own, /tmp, which is a directory of it there (and XDG_RUNTIME_DIR its
+	// own in /run).
+	tmpdir, runtime := home, home
+	if namespaced() {
+		tmpdir, runtime = "/tmp", "/run/user/"
+	}
+	if !strings.Contains(o.Stdout, "TMPDIR="+tmpdir+"\n") || !strings.Contains(o.Stdout, "XDG_RUNTIME_DIR="+runtime) || !strings.Contains(o.Stdout, "cwd="+home) {
+		t.Errorf("TMPDIR %s, XDG_RUNTIME_DIR %s and cwd (the scratch dir %s) wanted:\n%s", tmpdir, runtime, home, o.Stdout)
 	}
 	// Only fds 0-2 are inherited; stdin is /dev/null; a new session with no terminal.
 	o = s.probe(nil, nil, "fds")
@@ -242,8 +249,7 @@ func execFilesystem(t *testing.T, s *session) {
 		"ls " + outside,
 		"echo x > " + filepath.Join(outside, "new"),
 		"ln " + filepath.Join(outside, "secret.txt") + " /mnt/rw/hardlink",
-		"cat /etc/passwd",
-		"cat /etc/hostname",
+		"cat /etc/shadow",
 		"ls /root",
 		"ls " + home,
 		"ls /home",
@@ -316,20 +322,30 @@ func execNetwork(t *testing.T, s *session) {
 		wantDenied(t, "udp without allowNetwork", s.probe(nil, nil, "udp", u.LocalAddr().String()))
 	}
 	wantAllowed(t, "listen with allowNetwork", s.probe(nil, on, "listen-tcp"))
-	// Raw socket families: AF_INET6=10, AF_NETLINK=16, AF_PACKET=17; AF_UNIX=1 stays allowed.
+	// Raw socket families: AF_INET=2, AF_INET6=10, AF_NETLINK=16 (the probe's
+	// protocol 0, routing), AF_PACKET=17.
 	families := []string{"2", "10", "16", "17"}
 	if namespaced() {
-		// In a namespace of its own, a command may listen on its loopback.
+		// In a namespace of its own, a command may listen on its loopback,
+		// and see its routes.
 		wantAllowed(t, "listen without allowNetwork, loopback alone", s.probe(nil, nil, "listen-tcp"))
-		families = families[2:]
+		wantAllowed(t, "netlink route socket, loopback alone", s.probe(nil, nil, "socket", "16", "2"))
+		families = families[3:]
 	} else {
 		wantDenied(t, "listen without allowNetwork", s.probe(nil, nil, "listen-tcp"))
 	}
 	for _, fam := range families {
 		wantDenied(t, "socket family "+fam, s.probe(nil, nil, "socket", fam, "2"))
 	}
-	// socket(AF_UNIX) needs allowNetwork: a named socket is a door to a host service.
-	wantDenied(t, "AF_UNIX socket without allowNetwork", s.probe(nil, nil, "socket", "1", "1"))
+	if namespaced() {
+		// Unix sockets of its own, whatever its network (TestHostSockets:
+		// none of the host's).
+		wantAllowed(t, "AF_UNIX socket without allowNetwork", s.probe(nil, nil, "socket", "1", "1"))
+	} else {
+		// Without a root of its own, socket(AF_UNIX) needs allowNetwork: a
+		// named socket is a door to a host service.
+		wantDenied(t, "AF_UNIX socket without allowNetwork", s.probe(nil, nil, "socket", "1", "1"))
+	}
 	wantAllowed(t, "AF_UNIX socket with allowNetwork", s.probe(nil, on, "socket", "1", "1"))
 	wantAllowed(t, "socketpair(AF_UNIX) without allowNetwork", s.probe(nil, nil, "socketpair"))
 
@@ -344,7 +360,9 @@ func execNetwork(t *testing.T, s *session) {
 	}
 	testnet.Serve(t, ul)
 	wantDenied(t, "abstract unix socket outside", s.probe(nil, on, "unix", name))
-	// Positive control: a pathname socket in a mount is reachable.
+	// A pathname socket of the host in a mount: reachable only without a
+	// root of its own and with the whole network (TestHostSockets has the
+	// rest, with positive controls).
 	sockDir := t.TempDir()
 	pl, err := net.Listen("unix", filepath.Join(sockDir, "s"))
 	if err != nil {
@@ -352,7 +370,12 @@ func execNetwork(t *testing.T, s *session) {
 	}
 	testnet.Serve(t, pl)
 	sockMount := []map[string]any{{"hostPath": sockDir, "sandboxPath": "/mnt/sock", "mode": "rw"}}
-	wantAllowed(t, "pathname unix socket in a mount", s.probe(sockMount, on, "unix", "/mnt/sock/s"))
+	if namespaced() {
+		wantDenied(t, "the host's pathname unix socket in a mount", s.probe(sockMount, on, "unix", "/mnt/sock/s"))
+		wantAllowed(t, "the command's own socket in the same mount", s.probe(sockMount, on, "unix-self", "/mnt/sock/own"))
+	} else {
+		wantAllowed(t, "pathname unix socket in a mount", s.probe(sockMount, on, "unix", "/mnt/sock/s"))
+	}
 	wantDenied(t, "pathname unix socket without allowNetwork", s.probe(sockMount, nil, "unix", "/mnt/sock/s"))
 }
 

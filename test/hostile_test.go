@@ -265,7 +265,7 @@ func TestMagicLinksAndOddNames(t *testing.T) {
 	dir := t.TempDir()
 	odd := "a dir\nwith ünïcode ✓"
 	writeFile(t, filepath.Join(dir, odd, "f i\nle.txt"), "odd")
-	mustSymlink(t, "/proc/self/root/etc/hostname", filepath.Join(dir, "magic"))
+	mustSymlink(t, "/proc/self/root/etc/shadow", filepath.Join(dir, "magic"))
 	mustSymlink(t, "/proc/self/cwd", filepath.Join(dir, "cwd"))
 	mounts := []map[string]any{toolsMount(), {"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}
 
@@ -279,9 +279,10 @@ func TestMagicLinksAndOddNames(t *testing.T) {
 
 	// Commands: magic links resolve to what they name, and Landlock judges that.
 	dm := mounts[1:] // probe() adds the tools mount itself
-	wantDenied(t, "/proc/self/root/etc/hostname", s.probe(dm, nil, "read", "/proc/self/root/etc/hostname"))
+	wantDenied(t, "/proc/self/root/etc/shadow", s.probe(dm, nil, "read", "/proc/self/root/etc/shadow"))
+	wantDenied(t, "/proc/self/root/root", s.probe(dm, nil, "read", "/proc/self/root/root"))
 	wantDenied(t, "link to /proc/self/root", s.probe(dm, nil, "read", "/mnt/d/magic"))
-	wantDenied(t, "/proc/1/root", s.probe(dm, nil, "read", "/proc/1/root/etc/hostname"))
+	wantDenied(t, "/proc/1/root", s.probe(dm, nil, "read", "/proc/1/root/etc/shadow"))
 	wantAllowed(t, "/proc/self/root into a mount", s.probe(dm, nil, "read", "/proc/self/root"+dir+"/"+odd+"/f i\nle.txt"))
 	ex, _ := s.exec(map[string]any{"command": []string{"cat", "/mnt/d/" + odd + "/f i\nle.txt"}, "mounts": mounts})
 	if ex.Stdout != "odd" {

@@ -8,13 +8,16 @@ import (
 	"github.com/autobox-dev/autobox/jail"
 )
 
-// enterJail finishes the jail. The supervisor forks workers from a thread that is
-// already restricted (no_new_privs, Landlock, seccomp), so every thread of this process
-// is born confined; what is left is to forbid exec on all of them before V8 starts.
+// enterJail finishes the jail. The supervisor starts workers confined
+// (Landlock, no_new_privs, the sandbox's seccomp filter, a user and pid namespace
+// of their own where the host allows: see jail.WorkerSpawner), so every thread of
+// this process is born confined; what is left, before anything is read from the
+// supervisor, is the worker's seccomp allow-list on every thread (V8's started at
+// package init).
 func enterJail(stage string) error {
 	switch stage {
 	case JailedFlag:
-		return jail.ForbidExecAllThreads()
+		return jail.EnterWorker()
 	case UnjailedFlag:
 		return nil
 	}

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+
+	v8 "rogchap.com/v8go"
 
 	"github.com/autobox-dev/autobox/worker/proto"
 )
@@ -83,10 +87,7 @@ func serve() int {
 		fmt.Fprintf(os.Stderr, "autobox worker js: warming V8: %v\n", err)
 		return 73
 	}
-	ready := &proto.Message{Type: proto.TypeReady}
-	if w.newCache != nil {
-		ready.Ready = &proto.Ready{PreludeCache: w.newCache}
-	}
+	ready := &proto.Message{Type: proto.TypeReady, Ready: &proto.Ready{PreludeCache: w.newCache, V8: v8.Version()}}
 	if err := proto.Write(out, ready); err != nil {
 		return 74
 	}
@@ -107,10 +108,21 @@ func serve() int {
 }
 
 // probe tries to open each path, from this thread and from a fresh one, and reports
-// "<path>: opened" or "<path>: <error>" per attempt.
+// "<path>: opened" or "<path>: <error>" per attempt. A path "syscall:N" makes system
+// call N with zero arguments instead ("ok" or the error).
 func probe(paths []string) *proto.Result {
 	res := &proto.Result{OK: true, Result: []byte("null")}
 	try := func(p string) string {
+		if n, ok := strings.CutPrefix(p, "syscall:"); ok {
+			nr, err := strconv.Atoi(n)
+			if err != nil {
+				return err.Error()
+			}
+			if _, _, e := syscall.RawSyscall(uintptr(nr), 0, 0, 0); e != 0 {
+				return e.Error()
+			}
+			return "ok"
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			return err.Error()

@@ -1,7 +1,9 @@
 package seccomp
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"golang.org/x/net/bpf"
 )
@@ -72,6 +74,19 @@ func (a *asm) dispatch(table []dispatchCase, otherwise string) {
 	a.dispatch(table[:mid], otherwise)
 	a.label(upper)
 	a.dispatch(table[mid:], otherwise)
+}
+
+// dispatchTable sorts table and dispatches on it (see dispatch); a number listed
+// twice is an error.
+func (a *asm) dispatchTable(table []dispatchCase, otherwise string) error {
+	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
+	for i := 1; i < len(table); i++ {
+		if table[i].val == table[i-1].val {
+			return fmt.Errorf("seccomp: system call %d listed twice", table[i].val)
+		}
+	}
+	a.dispatch(table, otherwise)
+	return nil
 }
 
 // load loads the 32-bit word at off in struct seccomp_data into A.

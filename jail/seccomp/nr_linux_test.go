@@ -42,7 +42,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"pidfd_open": unix.SYS_PIDFD_OPEN, "pidfd_getfd": unix.SYS_PIDFD_GETFD, "kcmp": unix.SYS_KCMP,
 		"migrate_pages": unix.SYS_MIGRATE_PAGES, "move_pages": unix.SYS_MOVE_PAGES,
 		"get_robust_list": unix.SYS_GET_ROBUST_LIST, "process_mrelease": unix.SYS_PROCESS_MRELEASE,
-		"memfd_secret": unix.SYS_MEMFD_SECRET,
+		"memfd_secret": unix.SYS_MEMFD_SECRET, "connect": unix.SYS_CONNECT,
 	}
 	for name, nr := range x86Only {
 		want[name] = nr

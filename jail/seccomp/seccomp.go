@@ -5,9 +5,7 @@
 package seccomp
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"golang.org/x/net/bpf"
 )
@@ -15,8 +13,9 @@ import (
 // Filter return values (SECCOMP_RET_*) and errno numbers, identical on every
 // supported architecture.
 const (
-	RetAllow = 0x7fff0000
-	retErrno = 0x00050000
+	RetAllow      = 0x7fff0000
+	RetUserNotify = 0x7fc00000 // SECCOMP_RET_USER_NOTIF: the listener answers
+	retErrno      = 0x00050000
 
 	EPERM        = 1
 	ENOSYS       = 38
@@ -38,12 +37,14 @@ const (
 func ArgLow(i int) uint32 { return uint32(16 + 8*i) }
 
 // Denied are the system calls that fail with EPERM whatever their arguments:
-// they change mounts, namespaces, kernel state or other processes' memory, and
-// none is needed by compilers, interpreters or shells. The io_uring calls are
-// here too: io_uring can create sockets without socket(2), out of reach of
-// the family check below, and is a large kernel attack surface.
+// they change mounts, namespaces or kernel state, and none is needed by
+// compilers, interpreters, debuggers or shells. The io_uring calls are here
+// too: io_uring can create sockets without socket(2), out of reach of the
+// family check below, and is a large kernel attack surface.
+//
+// ptrace and process_vm_readv/writev are in Tracing, denied unless
+// Options.AllowTracing.
 var Denied = []string{
-	"ptrace", "process_vm_readv", "process_vm_writev",
 	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
 	"open_tree_attr", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
 	"unshare", "setns",
@@ -55,6 +56,14 @@ var Denied = []string{
 	"quotactl", "quotactl_fd", "lookup_dcookie", "fanotify_init",
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 }
+
+// Tracing are the calls that read or change another process's memory and
+// registers. A command may make them (Options.AllowTracing): strace, gdb,
+// delve and crash reporters trace the command's own processes, and
+// Landlock's ptrace rule (every ABI) refuses them for any process outside the
+// command's Landlock domain: the launcher, the server, other calls, the
+// user's other programs. A JS worker may not.
+var Tracing = []string{"ptrace", "process_vm_readv", "process_vm_writev"}
 
 // Unavailable are the system calls that fail with ENOSYS, as on a kernel
 // built without them. memfd_secret's pages are mapped into no page table the
@@ -79,16 +88,18 @@ const (
 		0x20000000 | // CLONE_NEWPID
 		0x40000000 | // CLONE_NEWNET
 		0x00000080 // CLONE_NEWTIME
-	SockTypeMask = 0xf // the low bits of socket's type argument; the rest are SOCK_NONBLOCK|SOCK_CLOEXEC
-	SockDgram    = 2
-	SockRaw      = 3
-	SockRDM      = 4
-	SockPacket   = 10
-	TIOCSTI      = 0x5412
-	TIOCLINUX    = 0x541c
-	PersonaLinux = 0x0
-	PersonaQuery = 0xffffffff
-	AFUnix       = 1
+	SockTypeMask  = 0xf // the low bits of socket's type argument; the rest are SOCK_NONBLOCK|SOCK_CLOEXEC
+	SockStream    = 1
+	SockSeqpacket = 5
+	SockDgram     = 2
+	SockRaw       = 3
+	SockRDM       = 4
+	SockPacket    = 10
+	TIOCSTI       = 0x5412
+	TIOCLINUX     = 0x541c
+	PersonaLinux  = 0x0
+	PersonaQuery  = 0xffffffff
+	AFUnix        = 1
 	// PRSetDumpable is prctl's PR_SET_DUMPABLE.
 	PRSetDumpable = 4
 	AFInet        = 2
@@ -101,6 +112,8 @@ const (
 	labelENOSYS       = "enosys"
 	labelEAFNOSUPPORT = "eafnosupport"
 	labelEOPNOTSUPP   = "eopnotsupp"
+	labelUnixType     = "unixtype"
+	labelNetlink      = "netlink"
 )
 
 // Options select the parts of the sandbox filter that depend on the policy.
@@ -123,11 +136,23 @@ type Options struct {
 	// the command to name).
 	StreamPairsOnly bool
 	// Loopback (with !AllowNetwork) allows socket(2) for AF_INET and
-	// AF_INET6 too: the jail sets it for a command whose network namespace
+	// AF_INET6 too, and AF_NETLINK for routing and socket diagnostics (`ip
+	// addr`, `ss`): the jail sets it for a command whose network namespace
 	// holds loopback alone, where such a socket reaches nothing outside the
-	// call. socket(AF_UNIX) stays refused (a named socket in a mounted
-	// directory is still a door to a host service).
+	// call.
 	Loopback bool
+	// AllowTracing allows the Tracing calls (a command's, not a JS worker's).
+	AllowTracing bool
+	// GuardUnix allows the command unix sockets of its own, whatever its
+	// network: socket(2) and socketpair(2) of AF_UNIX for stream and
+	// seqpacket sockets, and every connect(2) is sent to the launcher
+	// (RetUserNotify), which connects on the command's behalf and refuses a
+	// target that is not a socket of the call (jail's unix socket guard).
+	// Datagram unix sockets fail with EPERM: sendto and sendmsg may address
+	// any named socket, out of the guard's sight. The jail sets it where the
+	// command has a root and a pid namespace of its own; without it
+	// socket(AF_UNIX) needs AllowNetwork (see AllowNetwork).
+	GuardUnix bool
 	// PrivateNetwork (with AllowNetwork) says the command's network namespace
 	// holds loopback and the proxy alone. A network namespace confines the
 	// families whose sockets belong to one (unix, IP, netlink), not those
@@ -140,10 +165,12 @@ type Options struct {
 	PrivateNetwork bool
 }
 
-// Socket families socket(2) is checked against.
+// Socket families socket(2) is checked against, and netlink protocols.
 const (
-	AFNetlink = 16
-	AFVsock   = 40
+	AFNetlink       = 16
+	AFVsock         = 40
+	NetlinkRoute    = 0
+	NetlinkSockDiag = 4
 )
 
 // ConfinedFamilies are the socket families a network namespace confines:
@@ -180,6 +207,11 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	for _, name := range Denied {
 		add(name, labelEPERM)
 	}
+	if !o.AllowTracing {
+		for _, name := range Tracing {
+			add(name, labelEPERM)
+		}
+	}
 	add("clone3", labelENOSYS)
 	for _, name := range Unavailable {
 		add(name, labelENOSYS)
@@ -192,16 +224,20 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	table = append(table, setIDCases(a)...)
 	addTargets(add)
 	add("socket", "socket")
-	if !o.AllowNetwork {
+	if !o.AllowNetwork || o.GuardUnix {
 		add("socketpair", "socketpair")
 	}
-	slices.SortFunc(table, func(x, y dispatchCase) int { return cmp.Compare(x.val, y.val) })
-	for i := 1; i < len(table); i++ {
-		if table[i].val == table[i-1].val {
-			return nil, fmt.Errorf("seccomp: system call %d listed twice", table[i].val)
+	if o.GuardUnix {
+		// The guard is the only wall in front of host sockets: a table
+		// without connect must not build a filter that lets it through.
+		if _, ok := a.Nr("connect"); !ok {
+			return nil, fmt.Errorf("seccomp: %s has no number for connect", a.Name)
 		}
+		add("connect", "notify")
 	}
-	p.dispatch(table, labelAllow)
+	if err := p.dispatchTable(table, labelAllow); err != nil {
+		return nil, err
+	}
 
 	p.label("clone")
 	p.load(ArgLow(0))
@@ -234,6 +270,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 
 	p.label("socket")
 	p.load(ArgLow(0))
+	if o.GuardUnix {
+		p.jump(bpf.JumpEqual, AFUnix, labelUnixType, "")
+	}
 	switch {
 	case o.AllowNetwork && o.PrivateNetwork:
 		for i, fam := range ConfinedFamilies {
@@ -250,8 +289,35 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 		if o.Loopback {
 			p.jump(bpf.JumpEqual, AFInet, labelAllow, "")
 			p.jump(bpf.JumpEqual, AFInet6, labelAllow, "")
+			p.jump(bpf.JumpEqual, AFNetlink, labelNetlink, "")
 		}
 		p.jump(bpf.JumpEqual, AFUnix, labelEPERM, labelEAFNOSUPPORT)
+	}
+	if o.Loopback && !o.AllowNetwork {
+		// Routing and socket diagnostics of the command's own namespace; not
+		// the kernel's other netlink families (uevents, audit, netfilter).
+		p.label(labelNetlink)
+		p.load(ArgLow(2))
+		p.jump(bpf.JumpEqual, NetlinkRoute, labelAllow, "")
+		p.jump(bpf.JumpEqual, NetlinkSockDiag, labelAllow, labelEAFNOSUPPORT)
+	}
+	if o.GuardUnix {
+		p.label("socketpair")
+		p.load(ArgLow(0))
+		other := labelEAFNOSUPPORT
+		if o.AllowNetwork {
+			other = labelAllow // the kernel answers (EOPNOTSUPP for IP)
+		}
+		p.jump(bpf.JumpEqual, AFUnix, labelUnixType, other)
+		// Stream and seqpacket only: a datagram socket can be addressed.
+		p.label(labelUnixType)
+		p.load(ArgLow(1))
+		p.alu(bpf.ALUOpAnd, SockTypeMask)
+		p.jump(bpf.JumpEqual, SockStream, labelAllow, "")
+		p.jump(bpf.JumpEqual, SockSeqpacket, labelAllow, labelEPERM)
+		p.label("notify")
+		p.ret(RetUserNotify)
+	} else if !o.AllowNetwork {
 		p.label("socketpair")
 		p.load(ArgLow(0))
 		if !o.StreamPairsOnly {
@@ -272,20 +338,6 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.ret(RetErrno(EAFNOSUPPORT))
 	p.label(labelEOPNOTSUPP)
 	p.ret(RetErrno(EOPNOTSUPP))
-	epilogue(p)
-	return p.program()
-}
-
-// ForbidExec returns a filter that fails execve and execveat with EPERM and
-// allows everything else (in the native ABI; other ABIs get ENOSYS).
-func ForbidExec(a *Arch) ([]bpf.RawInstruction, error) {
-	p := newAsm()
-	prologue(p, a)
-	for _, name := range []string{"execve", "execveat"} {
-		nr, _ := a.Nr(name)
-		p.jump(bpf.JumpEqual, nr, labelEPERM, "")
-	}
-	p.ret(RetAllow)
 	epilogue(p)
 	return p.program()
 }

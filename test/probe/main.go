@@ -105,6 +105,28 @@ func main() {
 			c.Close()
 			fmt.Println("ok connected")
 		}
+	case "unix-self":
+		// unix-self PATH: listen at PATH ("@name": abstract), connect to it
+		// and read what the listener writes: a socket of the command's own.
+		err = unixSelf(a[0])
+		if err == nil {
+			fmt.Println("ok own socket")
+		}
+	case "unix-after":
+		// unix-after FLAG PATH: wait (20 s at most) for the file FLAG, then
+		// connect to PATH: a socket the host makes while the command runs.
+		for i := 0; i < 400; i++ {
+			if _, e := os.Stat(a[0]); e == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var c net.Conn
+		c, err = net.Dial("unix", a[1])
+		if err == nil {
+			c.Close()
+			fmt.Println("ok connected")
+		}
 	case "listen-tcp":
 		var l net.Listener
 		l, err = net.Listen("tcp", "127.0.0.1:0")
@@ -328,5 +350,32 @@ func httpGet(url string) error {
 		return err
 	}
 	fmt.Printf("ok %d %s\n", resp.StatusCode, b)
+	return nil
+}
+
+func unixSelf(path string) error {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Write([]byte("own"))
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	b := make([]byte, 3)
+	if _, err := io.ReadFull(c, b); err != nil {
+		return err
+	}
+	if string(b) != "own" {
+		return fmt.Errorf("read %q", b)
+	}
 	return nil
 }

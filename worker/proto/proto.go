@@ -55,8 +55,9 @@ const (
 	TypeBridge = "bridge"
 	TypeReply  = "reply"
 	TypeResult = "result"
-	// TypeProbe asks a ready worker, instead of a run, to try to open files and say
-	// what happened: `autobox doctor` and the tests use it to prove the jail holds.
+	// TypeProbe asks a ready worker, instead of a run, to try to open files (or, for
+	// "syscall:N", to make system call N with zero arguments) and say what happened:
+	// the tests use it to prove the jail holds and that what it refuses is reported.
 	TypeProbe = "probe"
 )
 
@@ -102,6 +103,9 @@ type Ready struct {
 	// PreludeCache is set when the worker compiled the prelude without a usable
 	// cache: the code cache it made, for the next workers.
 	PreludeCache []byte `json:"preludeCache,omitempty"`
+	// V8 is the version of the V8 the worker links ("10.9.194.9-v8go"), which
+	// `autobox doctor` reports.
+	V8 string `json:"v8,omitempty"`
 }
 
 // Run asks the worker to run one call.

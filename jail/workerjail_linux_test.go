@@ -1,0 +1,609 @@
+package jail
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Native code under exactly the JS worker's jail. The test binary is started
+// the way the supervisor starts a worker (WorkerSpawner.Restrict on a thread
+// of its own, then WorkerSpawner.Start), calls EnterWorker first as `autobox
+// worker js --jailed` does, and then does what code that broke out of V8
+// would try, with raw system calls: open a file, connect over TCP and to a
+// unix socket, exec, fork, signal and ptrace another process, map a file
+// executable, make a namespace. Each probe runs on the main thread, on a
+// thread made before EnterWorker and on one made after. The positive control
+// is the same binary and probes without the jail.
+
+const (
+	workerHelperEnv = "AUTOBOX_JAIL_WORKER_HELPER" // "jailed" or "control"
+	workerVictimEnv = "AUTOBOX_JAIL_WORKER_VICTIM"
+)
+
+func init() {
+	switch {
+	case os.Getenv(workerVictimEnv) == "1":
+		// Anyone may trace it where Yama would refuse a non-ancestor.
+		_ = unix.Prctl(unix.PR_SET_PTRACER, unix.PR_SET_PTRACER_ANY, 0, 0, 0)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case os.Getenv(workerHelperEnv) != "":
+		os.Exit(workerHelperMain(os.Getenv(workerHelperEnv) == "jailed", os.Args[1:]))
+	}
+}
+
+func workerHelperMain(jailed bool, probes []string) int {
+	runtime.LockOSThread()
+	out := bufio.NewWriter(os.Stdout)
+	say := func(k, v string) { fmt.Fprintf(out, "%s\t%s\n", k, v) }
+	// A thread that exists before the filter: TSYNC must reach it.
+	type req struct {
+		probe string
+		reply chan string
+	}
+	old := make(chan req)
+	go func() {
+		runtime.LockOSThread()
+		for r := range old {
+			r.reply <- workerProbe(jailed, r.probe)
+		}
+	}()
+	say("pid", strconv.Itoa(os.Getpid()))
+	say("uid", strconv.Itoa(os.Getuid()))
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	say("pidns", ns)
+	say("fds", openFDs())
+	var nproc unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
+	say("nproc", strconv.FormatUint(nproc.Cur, 10))
+	if jailed {
+		say("enter", result(EnterWorker()))
+	}
+	for _, p := range probes {
+		if n, ok := strings.CutPrefix(p, "threads:"); ok {
+			// Threads that stay until the process ends, counted as they start:
+			// a refusal ends the process (Go cannot go on without its thread).
+			max, _ := strconv.Atoi(n)
+			debug.SetMaxThreads(max + 100)
+			for i := 1; i <= max; i++ {
+				up := make(chan struct{})
+				go func() {
+					runtime.LockOSThread()
+					close(up)
+					select {}
+				}()
+				<-up
+				say("thread", strconv.Itoa(i))
+				out.Flush()
+			}
+			say(p, "ok")
+			continue
+		}
+		say(p, workerProbe(jailed, p))
+		r := req{p, make(chan string)}
+		old <- r
+		say(p+"@old", <-r.reply)
+		fresh := make(chan string)
+		go func() {
+			runtime.LockOSThread() // a new thread, made after the filter
+			fresh <- workerProbe(jailed, p)
+		}()
+		say(p+"@new", <-fresh)
+	}
+	say("ready", "ok")
+	out.Flush()
+	// Until the test has read this process's threads from /proc.
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// atFDCWD is AT_FDCWD (-100) as a system call argument.
+const atFDCWD = ^uintptr(99)
+
+// openFDs lists the descriptors this process has open.
+func openFDs() string {
+	var fds []string
+	for fd := 0; fd < 1024; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+			fds = append(fds, strconv.Itoa(fd))
+		}
+	}
+	return strings.Join(fds, ",")
+}
+
+// rawClone makes a child with flags that exits at once, in native code
+// terms: the child runs nothing but the exit.
+//
+//go:nosplit
+func rawClone(flags uintptr) (uintptr, syscall.Errno) {
+	r, _, e := syscall.RawSyscall6(unix.SYS_CLONE, flags, 0, 0, 0, 0, 0)
+	if e == 0 && r == 0 {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	}
+	return r, e
+}
+
+func reapClone(pid uintptr, e syscall.Errno) string {
+	if e != 0 {
+		return errno(e)
+	}
+	var ws unix.WaitStatus
+	_, err := unix.Wait4(int(pid), &ws, unix.WALL, nil)
+	return result(err)
+}
+
+// workerProbe runs one probe "name:arg" and returns "ok" or the errno of the
+// first step that failed.
+func workerProbe(jailed bool, probe string) string {
+	name, arg, _ := strings.Cut(probe, ":")
+	switch name {
+	case "open":
+		p, _ := unix.BytePtrFromString(arg)
+		fd, _, e := unix.RawSyscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(p)), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		return errno(e)
+	case "connect-inet", "connect-unix":
+		fam, sa := unix.AF_INET, unix.Sockaddr(nil)
+		if name == "connect-unix" {
+			fam, sa = unix.AF_UNIX, &unix.SockaddrUnix{Name: arg}
+		} else {
+			sa = sockaddr(arg)
+		}
+		fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(fam), unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if e != 0 {
+			return "socket: " + errno(e)
+		}
+		defer unix.Close(int(fd))
+		return result(unix.Connect(int(fd), sa))
+	case "socketpair":
+		var fds [2]int32
+		_, _, e := unix.RawSyscall6(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0, uintptr(unsafe.Pointer(&fds)), 0, 0)
+		if e == 0 {
+			unix.Close(int(fds[0]))
+			unix.Close(int(fds[1]))
+		}
+		return errno(e)
+	case "exec":
+		if !jailed {
+			// Unjailed, an exec that works would replace this process.
+			return forkExecWait(arg, nil)
+		}
+		p, _ := unix.BytePtrFromString(arg)
+		argv := []*byte{p, nil}
+		_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&argv[1])))
+		return errno(e)
+	case "fork":
+		return reapClone(rawClone(uintptr(unix.SIGCHLD)))
+	case "vfork":
+		return reapClone(rawClone(unix.CLONE_VM | unix.CLONE_VFORK | uintptr(unix.SIGCHLD)))
+	case "clone-newuser":
+		return reapClone(rawClone(unix.CLONE_NEWUSER | uintptr(unix.SIGCHLD)))
+	case "kill":
+		pid, _ := strconv.Atoi(arg)
+		_, _, e := unix.RawSyscall(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGKILL), 0)
+		return errno(e)
+	case "ptrace":
+		pid, _ := strconv.Atoi(arg)
+		_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, 0, 0, 0)
+		if e == 0 {
+			// Let go at once (the tracer's exit would too).
+			_, _, _ = unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_INTERRUPT, uintptr(pid), 0, 0, 0, 0)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
+			_, _, _ = unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, 0, 0, 0)
+		}
+		return errno(e)
+	case "memfd-exec":
+		// A file it makes, with code in it, mapped executable.
+		name, _ := unix.BytePtrFromString("code")
+		fd, _, e := unix.RawSyscall(unix.SYS_MEMFD_CREATE, uintptr(unsafe.Pointer(name)), unix.MFD_CLOEXEC, 0)
+		if e != 0 {
+			return "memfd_create: " + errno(e)
+		}
+		defer unix.Close(int(fd))
+		if _, err := unix.Write(int(fd), make([]byte, 4096)); err != nil {
+			return "write: " + result(err)
+		}
+		return mapExec(int(fd), unix.PROT_READ|unix.PROT_EXEC)
+	case "mmap-fd", "mmap-exec-fd":
+		// A file it was given (a worker has none: the test passes one).
+		fd, _ := strconv.Atoi(arg)
+		prot := unix.PROT_READ
+		if name == "mmap-exec-fd" {
+			prot |= unix.PROT_EXEC
+		}
+		return mapExec(fd, prot)
+	case "setsid":
+		_, _, e := unix.RawSyscall(unix.SYS_SETSID, 0, 0, 0)
+		return errno(e)
+	case "dumpable":
+		_, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 1, 0)
+		return errno(e)
+	}
+	return "unknown probe " + probe
+}
+
+func mapExec(fd, prot int) string {
+	addr, _, e := unix.RawSyscall6(unix.SYS_MMAP, 0, 4096, uintptr(prot), unix.MAP_PRIVATE, uintptr(fd), 0)
+	if e != 0 {
+		return "mmap: " + errno(e)
+	}
+	_, _, _ = unix.RawSyscall(unix.SYS_MUNMAP, addr, 4096, 0)
+	return "ok"
+}
+
+// workerJailProbes are the probes, with what each must answer in the jail and
+// the system call the jail reports for it (unreported: "").
+type workerJailProbe struct {
+	probe, jailed, reported string
+}
+
+func TestWorkerJailNativeCode(t *testing.T) {
+	requireJail(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "readable")
+	writeFile(t, file, strings.Repeat("x", 4096))
+	// The file the helper is given as its descriptor 3 for the mmap probes: a
+	// memfd, which no noexec mount keeps from being mapped executable.
+	code, err := unix.MemfdCreate("code", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(code)
+	if _, err := unix.Write(code, make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sock := filepath.Join(dir, "sock")
+	uln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	go acceptAll(ln)
+	go acceptAll(uln)
+	// A descriptor of this process without close-on-exec, past the numbers the
+	// helper's own take: whatever started the server may have left one.
+	leak, err := unix.FcntlInt(uintptr(code), unix.F_DUPFD, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+
+	eachWorkerMode(t, func(t *testing.T, ns bool) {
+		killVictim, ptraceVictim := startVictim(t), startVictim(t)
+		probes := []workerJailProbe{
+			{"open:" + file, "EACCES", ""},
+			{"connect-inet:" + ln.Addr().String(), "socket: ENOSYS", "socket"},
+			{"connect-unix:" + sock, "socket: ENOSYS", "socket"},
+			{"socketpair", "ENOSYS", "socketpair"},
+			{"exec:/bin/true", "ENOSYS", "execve"},
+			{"fork", "EPERM", "clone"},
+			{"vfork", "EPERM", "clone"},
+			{"clone-newuser", "EPERM", "clone"},
+			{"kill:" + strconv.Itoa(killVictim.Process.Pid), "EPERM", "kill"},
+			{"ptrace:" + strconv.Itoa(ptraceVictim.Process.Pid), "ENOSYS", "ptrace"},
+			{"memfd-exec", "memfd_create: ENOSYS", "system call " + strconv.Itoa(unix.SYS_MEMFD_CREATE)},
+			{"mmap-exec-fd:3", "mmap: EPERM", "mmap"},
+			{"mmap-fd:3", "ok", ""}, // the same mapping, not executable
+			{"setsid", "ENOSYS", "system call " + strconv.Itoa(unix.SYS_SETSID)},
+			{"dumpable", "EPERM", "prctl"},
+		}
+		var args []string
+		for _, p := range probes {
+			args = append(args, p.probe)
+		}
+		got, pid, stderr, threads := runJailedHelper(t, code, args)
+		if got["enter"] != "ok" {
+			t.Fatalf("EnterWorker: %s\nstderr: %s", got["enter"], stderr)
+		}
+		wantReported := map[string]bool{}
+		for _, p := range probes {
+			for _, where := range []string{"", "@old", "@new"} {
+				if g := got[p.probe+where]; g != p.jailed {
+					t.Errorf("jailed: %s%s = %s, want %s", p.probe, where, g, p.jailed)
+				}
+			}
+			if p.reported != "" {
+				wantReported[p.reported] = true
+			}
+		}
+		if !alive(killVictim.Process.Pid) {
+			t.Error("the jailed helper killed the victim")
+		}
+		// Refusals are reported, and nothing else was refused: the Go runtime
+		// of the helper needed nothing outside the list.
+		reported := WorkerRefusals([]byte(stderr))
+		for name := range wantReported {
+			if !slices.Contains(reported, name) {
+				t.Errorf("%s was refused but not reported; reports: %v\nstderr: %s", name, reported, stderr)
+			}
+		}
+		for _, name := range reported {
+			if !wantReported[name] {
+				t.Errorf("%s was refused, which no probe makes: the allow-list misses it", name)
+			}
+		}
+		// Every thread carries both filters: the sandbox's from the spawner
+		// and the allow-list (TSYNC reached the thread made before it).
+		if len(threads) < 3 {
+			t.Errorf("the helper has %d threads, want 3 or more", len(threads))
+		}
+		for tid, st := range threads {
+			for _, want := range []string{"Seccomp:\t2", "Seccomp_filters:\t2", "NoNewPrivs:\t1", "CapEff:\t0000000000000000"} {
+				if !strings.Contains(st, want) {
+					t.Errorf("thread %s lacks %q", tid, want)
+				}
+			}
+		}
+		// Only the descriptors it was given: none the test process holds
+		// without close-on-exec (leak).
+		if got["fds"] != "0,1,2,3" {
+			t.Errorf("the jailed helper has descriptors %s, want 0,1,2,3", got["fds"])
+		}
+		if ns && os.Geteuid() != 0 && got["nproc"] != strconv.Itoa(WorkerMaxThreads) {
+			t.Errorf("the jailed helper's RLIMIT_NPROC is %s, want %d", got["nproc"], WorkerMaxThreads)
+		}
+		self, _ := os.Readlink("/proc/self/ns/pid")
+		if ns {
+			expect(t, "namespaces", got, map[string]string{"pid": "1", "uid": "65534"})
+			if got["pidns"] == self {
+				t.Errorf("the helper shares the test's pid namespace %s", self)
+			}
+		} else {
+			expect(t, "no namespaces", got, map[string]string{"pid": strconv.Itoa(pid), "pidns": self})
+		}
+
+		// The positive control: the same probes, unjailed, succeed.
+		killVictim2 := startVictim(t)
+		args = nil
+		for _, p := range probes {
+			a := p.probe
+			if strings.HasPrefix(a, "kill:") {
+				a = "kill:" + strconv.Itoa(killVictim2.Process.Pid)
+			}
+			args = append(args, a)
+		}
+		ctl := runControlHelper(t, code, args)
+		if !slices.Contains(strings.Split(ctl["fds"], ","), strconv.Itoa(leak)) {
+			t.Errorf("control: descriptors %s lack %d, which a plain exec passes on", ctl["fds"], leak)
+		}
+		for _, a := range args {
+			want := "ok"
+			if a == "clone-newuser" && os.Geteuid() != 0 && userNS().err != nil {
+				t.Logf("control: %s = %s (this host refuses user namespaces)", a, ctl[a])
+				continue
+			}
+			if ctl[a] != want {
+				t.Errorf("control: %s = %s, want %s", a, ctl[a], want)
+			}
+		}
+		_ = killVictim2.Wait()
+		if alive(killVictim2.Process.Pid) {
+			t.Error("control: the victim survived kill")
+		}
+	})
+}
+
+// eachWorkerMode runs f with workers in namespaces of their own where this
+// host allows them (as root, or an ordinary user with user namespaces), and
+// without.
+func eachWorkerMode(t *testing.T, f func(t *testing.T, ns bool)) {
+	saved := namespacesOff
+	defer func() { namespacesOff = saved }()
+	for _, ns := range []bool{true, false} {
+		name := map[bool]string{true: "namespaces", false: "no-namespaces"}[ns]
+		t.Run(name, func(t *testing.T) {
+			namespacesOff = !ns
+			sp, err := NewWorkerSpawner(testExe(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns && sp.NoNamespacesWhy() != "" {
+				t.Skipf("workers get no namespaces here: %s", sp.NoNamespacesWhy())
+			}
+			if !ns && sp.Isolation() != ModeLandlock {
+				t.Fatalf("isolation %s with namespaces off", sp.Isolation())
+			}
+			f(t, ns)
+		})
+	}
+}
+
+func acceptAll(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+// startVictim starts a process of this user that lives until the test ends.
+func startVictim(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(testExe(t))
+	cmd.Env = []string{workerVictimEnv + "=1"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// runJailedHelper starts the helper as the supervisor starts a worker, with
+// file as its descriptor 3 (none if negative), and returns its results, its pid, its stderr and the
+// status of each of its threads.
+func runJailedHelper(t *testing.T, file int, probes []string) (map[string]string, int, string, map[string]string) {
+	t.Helper()
+	text, pid, stderr, threads := runJailedHelperRaw(t, file, probes)
+	got := parseResults(t, text, append([]string{"pid", "uid", "pidns", "fds", "nproc", "enter", "ready"}, probes...))
+	return got, pid, stderr, threads
+}
+
+// runJailedHelperRaw is runJailedHelper with the helper's output as it came.
+func runJailedHelperRaw(t *testing.T, file int, probes []string) (string, int, string, map[string]string) {
+	t.Helper()
+	sp, err := NewWorkerSpawner(testExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	defer inW.Close()
+	started := make(chan error, 1)
+	var pid int
+	go func() {
+		runtime.LockOSThread() // retired with the goroutine, as the pool's spawner threads
+		if err := sp.Restrict(); err != nil {
+			started <- err
+			return
+		}
+		env := []string{workerHelperEnv + "=jailed"}
+		fds := []uintptr{inR.Fd(), outW.Fd(), errW.Fd()}
+		if file >= 0 {
+			fds = append(fds, uintptr(file))
+		}
+		pid, err = sp.Start(testExe(t), append([]string{testExe(t)}, probes...), env, fds)
+		started <- err
+	}()
+	err = <-started
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		t.Fatalf("starting the helper: %v", err)
+	}
+	proc, _ := os.FindProcess(pid)
+	defer func() {
+		inW.Close()
+		_, _ = proc.Wait()
+	}()
+	errc := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(errR); errR.Close(); errc <- string(b) }()
+	var text strings.Builder
+	sc := bufio.NewScanner(outR)
+	threads := map[string]string{}
+	for sc.Scan() {
+		text.WriteString(sc.Text() + "\n")
+		if sc.Text() == "ready\tok" {
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+			for _, st := range tasks {
+				if b, err := os.ReadFile(st); err == nil {
+					threads[filepath.Base(filepath.Dir(st))] = string(b)
+				}
+			}
+			inW.Close()
+		}
+	}
+	outR.Close()
+	stderr := <-errc
+	return text.String(), pid, stderr, threads
+}
+
+// runControlHelper runs the helper unjailed with file as its descriptor 3.
+func runControlHelper(t *testing.T, file int, probes []string) map[string]string {
+	t.Helper()
+	dup, err := unix.Dup(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(dup), "code")
+	defer f.Close()
+	cmd := exec.Command(testExe(t), probes...)
+	cmd.Env = []string{workerHelperEnv + "=control"}
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("control helper: %v\n%s", err, out)
+	}
+	return parseResults(t, string(out), probes)
+}
+
+// TestWorkerThreadLimit: in a user namespace of its own, an ordinary user's worker
+// cannot make more than WorkerMaxThreads threads (code that broke out of V8 could
+// otherwise take the host's pids); unjailed, the same helper makes more.
+func TestWorkerThreadLimit(t *testing.T) {
+	requireJail(t)
+	if os.Geteuid() == 0 {
+		t.Skip("root's tasks are exempt from RLIMIT_NPROC: the limit is the ordinary user's")
+	}
+	sp, err := NewWorkerSpawner(testExe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.NoNamespacesWhy() != "" {
+		t.Skipf("workers get no user namespace here: %s", sp.NoNamespacesWhy())
+	}
+	probe := fmt.Sprintf("threads:%d", WorkerMaxThreads+100)
+	text, _, stderr, _ := runJailedHelperRaw(t, -1, []string{probe})
+	last := 0
+	for _, l := range strings.Split(text, "\n") {
+		if n, ok := strings.CutPrefix(l, "thread\t"); ok {
+			last, _ = strconv.Atoi(n)
+		}
+	}
+	if strings.Contains(text, probe+"\tok") || last >= WorkerMaxThreads || last == 0 {
+		t.Errorf("the jailed helper made %d threads (limit %d):\n%s", last, WorkerMaxThreads, stderr)
+	}
+	t.Logf("the jailed helper made %d threads before the kernel refused one", last)
+	if !strings.Contains(stderr, "Resource temporarily unavailable") {
+		t.Errorf("the helper did not end at a refused thread:\n%s", stderr)
+	}
+	// The positive control: the same helper, unjailed, makes them all.
+	ctl := exec.Command(testExe(t), probe)
+	ctl.Env = []string{workerHelperEnv + "=control"}
+	ctl.Stdin = strings.NewReader("")
+	out, err := ctl.Output()
+	if err != nil || !strings.Contains(string(out), probe+"\tok") {
+		t.Errorf("control: %v\n%s", err, out)
+	}
+}
+
+// TestWorkerRefusals reads the SIGSYS handler's reports back by name.
+func TestWorkerRefusals(t *testing.T) {
+	stderr := fmt.Sprintf("noise\n%s%d\n%s%d\n%s%d\nFatal error\n%s99999\n", refusedPrefix, unix.SYS_SOCKET, refusedPrefix, unix.SYS_PTRACE, refusedPrefix, unix.SYS_SOCKET, refusedPrefix)
+	got := WorkerRefusals([]byte(stderr))
+	want := []string{"socket", "ptrace", "system call 99999"}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("WorkerRefusals = %v, want %v", got, want)
+	}
+	if got := WorkerRefusals([]byte("Fatal javascript OOM\n")); got != nil {
+		t.Errorf("WorkerRefusals of a stderr without reports = %v", got)
+	}
+}
