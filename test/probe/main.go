@@ -35,6 +35,8 @@ func main() {
 		err = noLandlock(a)
 	case "nsagain":
 		err = nsAgain(a)
+	case "nsagain-worker":
+		err = nsAgainWorker(a)
 	case "dumpable":
 		err = undumpable(atoi(a[0]))
 	case "loopback":
