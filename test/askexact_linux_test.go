@@ -3,6 +3,10 @@
 package test
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -87,5 +91,43 @@ func TestPolicyNotesPlantedReach(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, `alwaysReach "ok.test:443" is`) {
 		t.Errorf("a note for an exact entry: %s", r)
+	}
+}
+
+// TestAskReachJSOnlyExact (issue 35 item 1, the fetch of execute_js): the
+// server fetches for the code, in every mode (landlock-only too, where no
+// command has allowHosts), and a URL's host may be allowHosts syntax too
+// ("*.test"): nobody is asked and nothing is written to alwaysReach; before,
+// the user was asked "reach *.test:PORT?" and "always" wrote a wildcard, and
+// the denial told the model the call's allowHosts needed "*.test:PORT".
+// Positive control: one address is asked about as itself and fetched.
+func TestAskReachJSOnlyExact(t *testing.T) {
+	requireSandbox(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "other") }))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	f := &reachFixture{policy: writePolicy(t, `{}`)}
+	u := &asked{answer: "always"}
+	s := f.startEnv(t, u, []string{"AUTOBOX_PROXY_RESOLVE=*.test=127.0.0.1,x.test=127.0.0.1"})
+	fetch := func(host string) jsOut {
+		o, _ := s.js(map[string]any{"code": `const r = await fetch("http://` + host + `:` + port + `/"); await r.text()`, "allowHosts": []string{"x.test:1"}})
+		return o
+	}
+	for _, host := range []string{"*.test", "*"} {
+		// Nor is the model told to ask for such an entry.
+		if o := fetch(host); o.OK || !strings.Contains(o.err(), "the user was not asked") || strings.Contains(o.err(), "allowHosts needs") {
+			t.Errorf("fetch of %s: %+v (%s)", host, o, o.err())
+		}
+	}
+	if u.count() != 0 {
+		t.Errorf("the user was asked about a wildcard: %q", u.last().Message)
+	}
+	if b, _ := os.ReadFile(f.policy); strings.Contains(string(b), "alwaysReach") {
+		t.Errorf("the ceiling file got alwaysReach entries: %s", b)
+	}
+	// Positive control.
+	u.set("once")
+	if o := fetch("127.0.0.1"); !o.OK || string(o.Result) != `"other"` || u.count() != 1 || !strings.Contains(u.last().Message, "reach 127.0.0.1:"+port+"?") {
+		t.Errorf("fetch of 127.0.0.1: %+v (%s), asked %d", o, o.err(), u.count())
 	}
 }
