@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,9 +65,10 @@ func appendTo(list *[]string) func(string) error {
 }
 
 // ReadFile reads and checks a ceiling file; a missing file is an empty one
-// (exists false).
+// (exists false). A file with more than one name (hard links) is refused
+// (ErrHardLinked, onename.go).
 func ReadFile(path string) (f File, exists bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readOneName(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return File{}, false, nil
 	}

@@ -94,3 +94,32 @@ func TestCeilingFileThroughLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestCeilingFileNotYetWritten: where the user has no ceiling file yet, the
+// path it would have is autobox's own all the same: a call with rw on the
+// config directory cannot write one for the next server to read (a ceiling
+// of the command's choosing: alwaysReach, mountable). Positive control: the
+// directory read-only.
+func TestCeilingFileNotYetWritten(t *testing.T) {
+	requireSandbox(t)
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(home, ".config")
+	if err := os.MkdirAll(cfg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startEnv(t, []string{"XDG_CONFIG_HOME=" + cfg})
+	script := `mkdir -p /mnt/c/autobox && echo '{"alwaysReach": ["*.com:443"]}' > /mnt/c/autobox/policy.json && echo planted`
+	msg := ceilingErr(s, "exec_command", map[string]any{"command": bash(script), "mounts": []map[string]any{{"hostPath": cfg, "sandboxPath": "/mnt/c", "mode": "rw"}}})
+	if !strings.Contains(msg, "read-write, holds "+cfg+"/autobox") || !strings.Contains(msg, "no call may mount") {
+		t.Errorf("rw mount of %s: %q, want it refused", cfg, msg)
+	}
+	if _, err := os.Stat(filepath.Join(cfg, "autobox/policy.json")); err == nil {
+		t.Errorf("a call wrote a ceiling file")
+	}
+	if o, isErr := s.exec(map[string]any{"command": []string{"ls", "-a", "/mnt/c"}, "mounts": []map[string]any{{"hostPath": cfg, "sandboxPath": "/mnt/c", "mode": "ro"}}}); isErr || o.code() != 0 {
+		t.Errorf("ro mount of %s: %+v", cfg, o)
+	}
+}
