@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -66,6 +65,9 @@ type Never struct {
 	Written string // as the user (or the default list) wrote it, e.g. ~/.ssh
 	Own     bool
 	Default bool
+	// Link is, for a symbolic link on the way to an own path (Written), its
+	// text: the link is never mountable, lest a call replace it.
+	Link string
 }
 
 // Limits are upper limits; 0 means no ceiling.
@@ -138,13 +140,11 @@ func ownDefaults() []string {
 // expand resolves a leading ~/ against the real home and makes p canonical as far
 // as it exists.
 func expand(p string) (string, error) {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		p = filepath.Join(RealHome(), strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/"))
-	}
-	if !filepath.IsAbs(p) {
+	l, ok := lexical(p)
+	if !ok {
 		return "", fmt.Errorf("%q is not an absolute path (or ~/…)", p)
 	}
-	return canonicalMaybeMissing(filepath.Clean(p)), nil
+	return canonicalMaybeMissing(l), nil
 }
 
 // canonicalMaybeMissing is policy.CanonicalMaybeMissing.
@@ -166,13 +166,22 @@ func (c *Ceiling) addDefaults(lifted map[string]bool, own []string) {
 			c.Never = append(c.Never, Never{Path: p, Written: w, Default: true})
 		}
 	}
-	seen := map[string]bool{}
+	// Autobox's own, and every path on the way to each (ownpaths.go).
+	seen := map[string]int{} // path → index in c.Never
 	for _, w := range append(ownDefaults(), own...) {
-		p, err := expand(w)
-		if err != nil || seen[p] {
+		l, ok := lexical(w)
+		if !ok {
 			continue
 		}
-		seen[p] = true
-		c.Never = append(c.Never, Never{Path: p, Written: w, Own: true, Default: true})
+		for _, st := range append(wayTo(l), wayStep{Path: canonicalMaybeMissing(l)}) {
+			if i, dup := seen[st.Path]; dup {
+				if st.Link != "" && c.Never[i].Link == "" { // say it is a link
+					c.Never[i].Link, c.Never[i].Written = st.Link, w
+				}
+				continue
+			}
+			seen[st.Path] = len(c.Never)
+			c.Never = append(c.Never, Never{Path: st.Path, Written: w, Own: true, Default: true, Link: st.Link})
+		}
 	}
 }

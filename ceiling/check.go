@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -216,12 +217,16 @@ func (c *Ceiling) checkNever(m MountAsk) (Excess, bool) {
 		case n.Own:
 			fix = "autobox's own directories cannot be mounted by path, so that no call can rewrite its records or its own ceiling"
 		case n.Default:
-			fix = fmt.Sprintf("the user lifts this default by adding %q to liftNeverMount in %s (or with --lift-never-mount %s)", n.Written, c.File, n.Written)
+			fix = fmt.Sprintf("the user lifts this default by adding %q to liftNeverMount in %s (or starts %s %s)", n.Written, c.File, flaghint.Serve(flaghint.LiftNeverMount), n.Written)
 		default:
 			fix = "the user removes it from \"neverMount\" in " + c.where("neverMount")
 		}
+		what := n.Path
+		if n.Link != "" {
+			what = fmt.Sprintf("%s (a link to %s, on the way to %s)", n.Path, n.Link, n.Written)
+		}
 		return Excess{Rule: "neverMount", Param: m.Param, Want: "mount " + m.Path,
-			msg: fmt.Sprintf("%s %s %s %s, which no call may mount (your ceiling's \"neverMount\" rule); %s", m.Param, m.Path, how, n.Path, fix)}, true
+			msg: fmt.Sprintf("%s %s %s %s, which no call may mount (your ceiling's \"neverMount\" rule); %s", m.Param, m.Path, how, what, fix)}, true
 	}
 	return Excess{}, false
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Describe prints the ceiling in force, one rule a line, with where each came
@@ -38,7 +40,10 @@ func (c *Ceiling) Describe(w io.Writer) {
 	}
 	for _, n := range c.Never {
 		v := n.Path
-		if n.Written != n.Path {
+		switch {
+		case n.Link != "":
+			v = n.Path + " -> " + n.Link + " (a link on the way to " + n.Written + ")"
+		case n.Written != n.Path:
 			v = n.Written + " (" + n.Path + ")"
 		}
 		src := from("neverMount")
@@ -68,6 +73,11 @@ func (c *Ceiling) Describe(w io.Writer) {
 	}
 	if len(c.reach) > 0 {
 		line("alwaysReach", strings.Join(c.reach, ", "), from("alwaysReach"))
+	}
+	for _, e := range c.reach {
+		if !policy.OneHost(e) {
+			fmt.Fprintf(w, "  note: alwaysReach %q is a range or a wildcard; an answer to a question never writes one (it names one host and port), so if you did not write it yourself, remove it\n", e)
+		}
 	}
 	for _, l := range []struct {
 		name string

@@ -1,16 +1,15 @@
 package ceiling
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -66,18 +65,17 @@ func appendTo(list *[]string) func(string) error {
 }
 
 // ReadFile reads and checks a ceiling file; a missing file is an empty one
-// (exists false).
+// (exists false). A file with more than one name (hard links) is refused
+// (ErrHardLinked, onename.go).
 func ReadFile(path string) (f File, exists bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readOneName(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return File{}, false, nil
 	}
 	if err != nil {
 		return File{}, false, fmt.Errorf("reading the ceiling file %s: %w", path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := exactjson.Decode(b, &f); err != nil {
 		return File{}, true, fmt.Errorf("the ceiling file %s: %v (its members are mounts, neverMount, liftNeverMount, allowHosts, allowNetwork, limits, alwaysReach)", path, strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return f, true, nil
@@ -94,6 +92,9 @@ func Load(flags *Flags, own []string) (*Ceiling, error) {
 	path := flags.File
 	if path == "" {
 		path = DefaultFile()
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // --policy ./policy.json: never mountable too, by its whole path
 	}
 	f, exists, err := ReadFile(path)
 	if err != nil {
@@ -149,7 +150,9 @@ func Load(flags *Flags, own []string) (*Ceiling, error) {
 	if len(flags.LiftNeverMount) > 0 {
 		c.Sources["liftNeverMount"] = "flag --lift-never-mount"
 	}
-	c.addDefaults(lifted, append(own, path))
+	// Autobox's own: the state dir (own), the config directory in force and
+	// the ceiling file, each with every path on the way to it.
+	c.addDefaults(lifted, append(own, filepath.Dir(DefaultFile()), path))
 	for _, w := range f.NeverMount {
 		if err := c.addNever(w); err != nil {
 			return fail(path+": neverMount", err)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/autobox-dev/autobox/supervisor"
 )
 
@@ -297,7 +298,7 @@ func (r *batchRun) call(j *batchJob) (res batchResult) {
 		return batchResult{ID: res.ID, Error: fmt.Sprintf("line %d: %v", j.lineNo, j.err)}
 	}
 	var c batchCall
-	if err := decodeStrict(j.line, &c); err != nil {
+	if err := exactjson.Decode(j.line, &c); err != nil {
 		return batchResult{ID: res.ID, Error: fmt.Sprintf("line %d: not a call object {\"id\", \"tool\", \"arguments\"}: %v", j.lineNo, err)}
 	}
 	args := c.Arguments
@@ -348,29 +349,14 @@ func callTool[I, O any](ctx context.Context, tool string, args json.RawMessage, 
 	return out, passed(out), nil
 }
 
-// decodeStrict decodes exactly one JSON value with no unknown fields.
-func decodeStrict(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return errors.New("more than one JSON value on the line")
-	}
-	return nil
-}
-
 // lenientID picks the id out of a line that may be malformed otherwise, so even an
 // error line carries it.
 func lenientID(line []byte) json.RawMessage {
-	var c struct {
-		ID json.RawMessage `json:"id"`
-	}
+	var c map[string]json.RawMessage // exactly "id", as the call's own decoding takes it
 	if json.Unmarshal(line, &c) != nil {
 		return nil
 	}
-	return c.ID
+	return c["id"]
 }
 
 // countLines counts the non-blank lines of a regular file, for the progress bar, and

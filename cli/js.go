@@ -79,6 +79,9 @@ func (e *env) js(args []string) int {
 	for _, line := range out.Logs {
 		fmt.Fprintln(e.stderr, line)
 	}
+	if out.Isolation == "unjailed" { // a weakening, said in every result
+		fmt.Fprintf(e.stderr, "autobox js: the JS worker ran without its jail (%s): the code had V8's isolation alone\n", s.JSWorkers().Weaker)
+	}
 	if !out.OK {
 		msg := "the call failed"
 		if out.Error != nil {

@@ -33,8 +33,14 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 	r.add("write limit", statusOK, "kernel: RLIMIT_FSIZE per file (EFBIG past maxWriteMb); all files together: watchdog (the kernel's per-process write accounting"+readsAsOwner()+"), "+tmpfs+"; fallocate refused",
 		"a command that writes faster than the watchdog polls can pass maxWriteMb by what it writes in 10 ms; children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll are not counted at all: each of their files is still held to maxWriteMb")
 	sum := "the tree's sum: watchdog, which misses children the kernel reaps itself (their parent ignores SIGCHLD) that live less than a poll: for them the bound is timeoutMs"
-	if jail.CPUAccounting() {
+	if os.Getuid() != 0 {
+		sum += " (a server in a cgroup v2 subtree of its user's, as `systemd-run --user --scope -p Delegate=yes autobox serve` makes one, counts them)"
+	}
+	switch jail.CPUAccounting() {
+	case "cpuacct":
 		sum = "the tree's sum: kernel (a cpuacct cgroup per command counts every process, those the kernel reaps itself too), read by the watchdog"
+	case "v2":
+		sum = "the tree's sum: kernel (each launcher's cgroup v2 counts every process of its tree, those the kernel reaps itself too, less the launcher's own time), read by the watchdog"
 	}
 	if iso.CPUCgroups {
 		r.add("cpu limit", statusOK, "kernel: RLIMIT_CPU per process (whole seconds) and a cpu cgroup per command (calls share the CPU equally); "+sum, "")

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/store"
 	"github.com/autobox-dev/autobox/supervisor"
@@ -304,7 +305,7 @@ func (v *sessionServer) handle(ctx context.Context, conn *net.UnixConn) {
 		return
 	}
 	var req sessionRequest
-	if err := json.Unmarshal(line, &req); err != nil {
+	if err := exactjson.Decode(line, &req); err != nil {
 		writeReply(conn, sessionReply{Error: fmt.Sprintf("a malformed request: %v", err)})
 		return
 	}

@@ -52,15 +52,32 @@ func (t *Tree) KernelCPU() (time.Duration, bool) {
 	case <-t.finished:
 		return t.ended.cpu, t.ended.hasCPU
 	default:
-		return t.cmdcg.cpuTime()
+		return t.treeCPU()
 	}
 }
 
-// CPUAccounting reports whether each command has a cpuacct cgroup of its own,
-// whose count the watchdog holds cpuMs to.
-func CPUAccounting() bool {
+// treeCPU is the tree's CPU time as a cgroup counts it: the command's cgroup v1
+// cpuacct, else the launcher's v2 cgroup (cpuacct2_linux.go); false without.
+func (t *Tree) treeCPU() (time.Duration, bool) {
+	if d, ok := t.cmdcg.cpuTime(); ok {
+		return d, true
+	}
+	return t.acct.cpuTime()
+}
+
+// CPUAccounting says how the kernel counts each command's tree's CPU time,
+// which the watchdog holds cpuMs to: "cpuacct" (a cgroup v1 cpuacct cgroup of
+// its own), "v2" (its launcher's cgroup v2, cpuacct2_linux.go), or "" where it
+// does not.
+func CPUAccounting() string {
 	c := probeCmdCgroups()
-	return c != nil && c.acct != ""
+	switch {
+	case c != nil && c.acct != "":
+		return "cpuacct"
+	case probeAcctCgroups() != nil || probeCgroups() != nil && probeCgroups().v2:
+		return "v2"
+	}
+	return ""
 }
 
 // MemoryCgroup reports whether the tree's memory is charged to a memory cgroup

@@ -37,6 +37,7 @@ type Tree struct {
 	released atomic.Bool // handed back unused (Pool.Close): no command, no sweep
 	cgroup   *memCgroup  // the launcher's memory cgroup (Pool), or nil
 	cmdcg    *cmdCgroup  // the command's pids and cpu cgroups, or nil
+	acct     acctHolder  // a v2 cgroup counting the tree's CPU time, if any (cpuacct2_linux.go)
 	oomKills int         // OOM kills in cgroup, set before finished
 	ended    endFigures  // what the cgroups held at the end, set before finished
 	prepared bool        // the command got a prepared ruleset, set before finished
@@ -113,6 +114,9 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 	if spec.Unsafe {
 		return nil
 	}
+	if err := refuseKernelFSWrites(&spec.Sandbox); err != nil { // kernelfs_linux.go
+		return err
+	}
 	if spec.Sandbox.PrivateNetwork && launcherMode() == nsNone {
 		return fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this process may not make (%s)", ErrUnsupported, NoNamespacesWhy())
 	}
@@ -137,6 +141,9 @@ func spawn(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 			return nil, err
 		}
 	}
+	// A v2 cgroup whose count holds the tree's CPU time, where there is no
+	// cgroup v1 cpuacct one (cpuacct2_linux.go); joined before the spec comes.
+	t.setAcct(newAcctCgroup(cg, t.pid))
 	return t, nil
 }
 
@@ -349,8 +356,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	} else {
 		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
 	}
-	if err != nil && t.pidns && mode == nsRoot && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.
+		// Not for an error of the moment (nsfail_linux.go): that fails the call.
 		pidNamespacesRefused.Store(true)
 		t.pidns, sys.Cloneflags = false, 0
 		if uid, _, drop := CommandCredential(); drop {
@@ -358,7 +366,10 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		}
 		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
 	}
-	if err != nil && mode == nsUser {
+	switch {
+	case err != nil && t.pidns && transientForkError(err):
+		err = fmt.Errorf("making the launcher's namespaces: %w (%w)", err, errForkTransient)
+	case err != nil && mode == nsUser:
 		// Probed at start-up, refused now (user.max_user_namespaces reached,
 		// say): the call fails rather than run with less than it was told.
 		err = fmt.Errorf("making the launcher's user namespace: %w", err)
@@ -379,6 +390,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		t.cgroup.remove()
 	}
 	t.cmdcg.remove()
+	t.acct.close()
 	close(t.reaped)
 }
 

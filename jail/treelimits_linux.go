@@ -21,7 +21,7 @@ type endFigures struct {
 
 func (t *Tree) endFigures() endFigures {
 	e := endFigures{shmem: t.Shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
-	e.cpu, e.hasCPU = t.cmdcg.cpuTime()
+	e.cpu, e.hasCPU = t.treeCPU()
 	return e
 }
 

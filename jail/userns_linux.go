@@ -94,6 +94,10 @@ func launcherMode() nsMode {
 		return nsRoot
 	case userNS().err == nil:
 		return nsUser
+	case transientForkError(userNS().err):
+		// The probe met an error of the moment (not kept: probed again next
+		// time); the call's own fork fails with it, or succeeds.
+		return nsUser
 	}
 	return nsNone
 }
@@ -124,8 +128,28 @@ type userNSResult struct {
 	fix string
 }
 
-// userNS probes once whether launchers can be made in user namespaces.
-var userNS = sync.OnceValue(func() userNSResult {
+// userNS probes whether launchers can be made in user namespaces: once, but
+// again after an error of the moment (nsfail_linux.go), which is not kept.
+func userNS() userNSResult {
+	userNSProbe.mu.Lock()
+	defer userNSProbe.mu.Unlock()
+	if userNSProbe.done {
+		return userNSProbe.r
+	}
+	r := probeUserNS()
+	if !transientForkError(r.err) {
+		userNSProbe.r, userNSProbe.done = r, true
+	}
+	return r
+}
+
+var userNSProbe struct {
+	mu   sync.Mutex
+	done bool
+	r    userNSResult
+}
+
+func probeUserNS() userNSResult {
 	if hasCapSysAdmin() {
 		return userNSResult{err: errors.New("not needed: this process holds CAP_SYS_ADMIN")}
 	}
@@ -137,7 +161,7 @@ var userNS = sync.OnceValue(func() userNSResult {
 		return userNSResult{err: err, fix: userNSFix()}
 	}
 	return userNSResult{}
-})
+}
 
 // userNSAttr is what forks a launcher into a user namespace of its own: the
 // caller's uid and gid mapped to themselves, setgroups denied (an

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Asking the user mid-command. A call registered with an Asker does not deny
@@ -19,7 +21,9 @@ import (
 //   - an answer is kept for the rest of the call: allowed, the target is as
 //     good as listed; refused (no, no answer, a dismissed question), the
 //     target is denied without a question;
-//   - at most MaxQuestions questions per call; past them, denied without one.
+//   - at most MaxQuestions questions per call; past them, denied without one;
+//   - only about one plain host name or one address (policy.ExactEntry): a
+//     name that reads as a range or a wildcard is denied without a question.
 //
 // The transparent path's resolver does not hold the lookup of a name the list
 // does not allow: it answers with a synthetic address for the name, without
@@ -67,6 +71,12 @@ func (a *asking) grantedTarget(host string, port uint16) bool {
 func (a *asking) allowed(ctx context.Context, host string, port uint16) string {
 	if a.ask == nil {
 		return "no one to ask"
+	}
+	// A question names one host and one port, and its answer allows that
+	// alone: a name the command chose that reads as a range or a wildcard
+	// ("127.0.0.0/8", "*.com") is not asked about.
+	if _, err := policy.ExactEntry(host, port); err != nil {
+		return "the user was not asked: " + err.Error()
 	}
 	t := target{host, port}
 	a.mu.Lock()

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/net/dns/dnsmessage"
+
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -165,5 +167,41 @@ func TestAskCap(t *testing.T) {
 	c2 := f.call("127.0.0.1:1")
 	if _, err := c2.DialContext(context.Background(), "tcp", "127.0.0.1:2"); err == nil || err.Error() != "127.0.0.1:2: port 2 not allowed" {
 		t.Errorf("no asker: %v", err)
+	}
+}
+
+// TestAskOnlyExact (issue 35 item 1): a host that reads as a range or a
+// wildcard is never asked about, whichever way it comes: the transparent
+// path's resolver gives it no synthetic address, and a connection that names
+// it (a SOCKS5 or CONNECT target) is denied unasked, without using up the
+// call's questions. A plain name and an address, the controls, are asked.
+func TestAskOnlyExact(t *testing.T) {
+	f := newFixture(t)
+	u := &user{}
+	c := f.askingCall(u, "127.0.0.1:1")
+	for _, name := range []string{"127.0.0.0/8.", "169.254.0.0/16.", "*.com.", "*.test."} {
+		if code, a := answer(t, c.answerDNS(query(t, name, dnsmessage.TypeA))); code != dnsmessage.RCodeRefused || a.IsValid() {
+			t.Errorf("lookup of %s: %v %v, want refused", name, code, a)
+		}
+	}
+	for _, target := range []string{"127.0.0.0/8:8001", "10.0.0.0/8:80", "*.com:443", "*.test:8001", "[::/0]:80"} {
+		_, err := c.DialContext(context.Background(), "tcp", target)
+		var d *Denial
+		if !errors.As(err, &d) || !strings.Contains(d.Reason, "the user was not asked") || !strings.Contains(d.Reason, "not a plain host name or address") {
+			t.Errorf("%s: %v, want a denial, unasked", target, err)
+		}
+	}
+	if n := u.asked.Load(); n != 0 {
+		t.Fatalf("asked %d times about ranges and wildcards: %v", n, u.about)
+	}
+	// Controls: a plain name's lookup gets a synthetic address; it and an
+	// address are asked about, as the one host and port.
+	if code, a := answer(t, c.answerDNS(query(t, "plain.test.", dnsmessage.TypeA))); code != dnsmessage.RCodeSuccess || !fakeRange.Contains(a) {
+		t.Errorf("lookup of plain.test: %v %v", code, a)
+	}
+	c.DialContext(context.Background(), "tcp", "plain.test:8001")
+	c.DialContext(context.Background(), "tcp", "127.0.0.1:8001")
+	if n := u.asked.Load(); n != 2 || u.about[0] != "plain.test:8001" || u.about[1] != "127.0.0.1:8001" {
+		t.Errorf("asked %d times: %v", n, u.about)
 	}
 }

@@ -38,10 +38,17 @@ func (d *Denial) Target() string {
 }
 
 // Advice is what to tell the command (and the model reading its output) about
-// a denial: what was refused, why, and the entry that would allow it.
+// a denial: what was refused, why, and the entry that would allow it. A host
+// the command named that no entry names alone (allowHosts syntax for a range
+// or a wildcard, "*.com", a name with a zone) gets no entry: the model would
+// pass the advice on, and the user would grant what it reads as.
 func (d *Denial) Advice() string {
 	if d.Port == 0 {
 		return "autobox: connection refused: " + d.Reason + "."
+	}
+	if policy.AskableHost(policy.NormalizeHost(d.Host)) != nil {
+		return fmt.Sprintf("autobox: connection to %s denied: %s. No allowHosts entry allows this host alone: it is not a plain host name or address (do not work around it).",
+			d.Target(), d.Reason)
 	}
 	entry := d.Host
 	if strings.Contains(entry, ":") {

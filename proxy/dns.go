@@ -87,7 +87,11 @@ func (c *Call) resolveForCommand(name string, t dnsmessage.Type) (dnsmessage.RCo
 	}
 	if !c.allow.AllowsHostOnSomePort(name) {
 		// The user may allow it (ask.go): a synthetic address, no lookup;
-		// the question comes with the connection, and its port.
+		// the question comes with the connection, and its port. Not for a
+		// name that reads as a range or a wildcard: no question is about one.
+		if err := policy.AskableHost(name); err != nil {
+			return deny(dnsmessage.RCodeRefused, "not in allowHosts; the user was not asked: "+err.Error())
+		}
 		fake, ok := c.fake.pin(name, nil)
 		if !ok {
 			return deny(dnsmessage.RCodeRefused, "too many names looked up in one call")

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/autobox-dev/autobox/internal/printable"
 )
 
 // Record is what a call's connections did, for its result: the hosts reached
@@ -109,7 +111,10 @@ func (rec Record) DeniedBlock() string {
 			fmt.Fprintf(&b, "\n  and %d more (see the result's network.denied)", len(rec.Denied)-i+rec.Omitted)
 			break
 		}
-		fmt.Fprintf(&b, "\n  %s (%s)", d.Target(), d.Reason)
+		// A name is the command's choice: escaped, so that it cannot end the
+		// block, forge a line of it or drive the terminal (the command line
+		// prints this block as autobox's own text).
+		fmt.Fprintf(&b, "\n  %s (%s)", printable.Name(d.Target()), printable.Line(d.Reason))
 	}
 	b.WriteString("]\n")
 	return b.String()

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/procfs"
 )
 
 // cloneAt creates dirfd/name with permission bits perm (less the umask; hasPerm says
@@ -123,26 +125,10 @@ func mountOf(r *root) string {
 		if len(f) < 5 || f[2] != dev {
 			continue
 		}
-		mnt := unescapeMount(f[4])
+		mnt := procfs.UnescapeMount(f[4])
 		if (r.path == mnt || strings.HasPrefix(r.path, strings.TrimSuffix(mnt, "/")+"/")) && len(mnt) > len(best) {
 			best = mnt
 		}
 	}
 	return best
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -69,6 +69,7 @@ type questions struct {
 	turn    chan struct{} // one question at a time
 	waiting atomic.Int32
 	lenders sync.Map // *mcp.ServerSession → lender
+	rate    askRate  // questions per minute and hour (askrate.go)
 }
 
 // canElicit reports whether the client of ss can be asked: it declared form
@@ -163,6 +164,9 @@ func (s *Server) put(ctx context.Context, ss *mcp.ServerSession, prepare func(ti
 	q := prepare(timeout)
 	if q == nil {
 		return "", ""
+	}
+	if why := s.questions.rate.take(time.Now(), s.opts.MaxQuestions); why != "" {
+		return "", why // askrate.go: the server's bound
 	}
 	res, err := ss.Elicit(actx, q)
 	switch {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 )
@@ -55,14 +54,19 @@ func (s *Server) reachAsker(ctx context.Context, what string, pause func() (resu
 
 // askReach asks the user whether the call may reach host:port; nil: it may.
 func (s *Server) askReach(ctx context.Context, ss *mcp.ServerSession, what, host string, port uint16, pause func() func()) error {
-	entry := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	// The entry the answer is kept as allows this host and port alone (the
+	// proxy asks about nothing else; checked again here, where it is written).
+	entry, err := policy.ExactEntry(host, port)
+	if err != nil {
+		return errors.New("the user was not asked: " + err.Error())
+	}
 	one, err := policy.ParseAllowHosts("allowHosts", []string{entry})
 	if err != nil {
 		return errors.New("the user was not asked: no allowHosts entry can name it")
 	}
 	if !s.defaultHosts.Empty() {
 		if ok, _ := one.Within(s.defaultHosts); !ok {
-			return errors.New("the user was not asked: it is beyond the server's --allow-host list")
+			return errors.New("the user was not asked: it is beyond the server's list (" + flaghint.Serve(flaghint.AllowHost) + ")")
 		}
 	}
 	c := s.Ceiling()

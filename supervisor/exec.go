@@ -140,6 +140,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
 		return nil, err
 	}
+	if err = refuseKernelFSMounts(c.mounts); err != nil { // first: it names the real reason
+		return nil, err
+	}
 	if err = checkCommandAccess(c.mounts); err != nil {
 		return nil, err
 	}

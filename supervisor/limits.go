@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -73,12 +72,6 @@ func (a limitArgs) limits(memoryMb int) (treeLimits, error) {
 	l.Limits = policy.Limits{Processes: procs, WriteBytes: int64(writeMb) << 20, CPU: time.Duration(l.cpuMs) * time.Millisecond, OpenFiles: files}
 	return l, nil
 }
-
-// noLimits is set (AUTOBOX_BENCH_NO_LIMITS=1) only by `make bench`, to measure what
-// the limits cost beside calls without them: the command then runs with its memory
-// limit alone (its pids and cpu cgroups are still made and joined by idle
-// launchers, with no limit set).
-var noLimits = os.Getenv("AUTOBOX_BENCH_NO_LIMITS") == "1"
 
 // command returns the limits that travel with a command (nil under noLimits).
 func (l treeLimits) command() *policy.Limits {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
@@ -49,7 +50,7 @@ func (s *Server) chooseNetwork(allowNetwork bool, allowHosts []string) (netChoic
 	def := s.defaultHosts
 	if allowNetwork {
 		if !def.Empty() {
-			return netChoice{}, fmt.Errorf("%w: allowNetwork: this server lets calls reach only the hosts of its --allow-host list (%s); list those a call needs in allowHosts", policy.ErrInvalid, strings.Join(def.Entries(), ", "))
+			return netChoice{}, fmt.Errorf("%w: allowNetwork: this server lets calls reach only the hosts of its list (%s: %s); list those a call needs in allowHosts", policy.ErrInvalid, flaghint.Serve(flaghint.AllowHost), strings.Join(def.Entries(), ", "))
 		}
 		return netChoice{open: true}, nil
 	}
@@ -66,7 +67,7 @@ func (s *Server) chooseNetwork(allowNetwork bool, allowHosts []string) (netChoic
 	if !def.Empty() {
 		if ok, bad := hosts.Within(def); !ok {
 			i := indexOf(allowHosts, bad)
-			return netChoice{}, fmt.Errorf("%w: allowHosts[%d] %q: not within the server's --allow-host list (%s); a call may narrow that list, not widen it", policy.ErrInvalid, i, bad, strings.Join(def.Entries(), ", "))
+			return netChoice{}, fmt.Errorf("%w: allowHosts[%d] %q: not within the server's list (%s: %s); a call may narrow that list, not widen it", policy.ErrInvalid, i, bad, flaghint.Serve(flaghint.AllowHost), strings.Join(def.Entries(), ", "))
 		}
 	}
 	return netChoice{hosts: hosts}, nil
@@ -90,7 +91,7 @@ var ErrNoPrivateNetwork = errors.New("allowHosts cannot be enforced here")
 func (s *Server) checkHostsSupported() error {
 	switch {
 	case s.opts.Unsafe:
-		return fmt.Errorf("%w: this server runs commands without a sandbox (--unsafe-no-sandbox), so nothing confines them to the proxy; use allowNetwork or no network", ErrNoPrivateNetwork)
+		return fmt.Errorf("%w: this server runs commands without a sandbox (%s), so nothing confines them to the proxy; use allowNetwork or no network", ErrNoPrivateNetwork, flaghint.Serve(flaghint.UnsafeNoSandbox))
 	case runtime.GOOS == "darwin":
 		return nil // seatbelt: out to the proxy's port only
 	case runtime.GOOS != "linux":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/seatbelt"
 )
@@ -26,7 +27,7 @@ var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
 func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
 	if err := seatbelt.Available(); err != nil && !c.Unsafe {
-		return nil, fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
+		return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
 	}
 	t, err := seatbelt.Start(c, stdout, stderr)
 	if err != nil {

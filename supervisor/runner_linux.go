@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -72,7 +73,7 @@ func (r *jailRunner) startInteractive(c *policy.Command, memory int64, stdout, s
 func (r *jailRunner) ready(c *policy.Command) error {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
-			return fmt.Errorf("%w: exec_command refused: %v (start the server with --unsafe-no-sandbox to run commands without an OS sandbox)", ErrSandboxUnavailable, err)
+			return fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
 		}
 	}
 	r.once.Do(func() {

@@ -65,6 +65,10 @@ type Options struct {
 	// AskTimeout is how long the user has to answer a question about a call
 	// beyond the ceiling; 0 means DefaultAskTimeout.
 	AskTimeout time.Duration
+	// MaxQuestions is how many questions the server puts to the user in any
+	// minute at most (and ten times that in any hour), all calls together;
+	// 0 means DefaultMaxQuestions (askrate.go).
+	MaxQuestions int
 
 	// noDirect passes every request to the SDK (see lineConn.directCall): tests set it to
 	// compare the two paths.
@@ -152,6 +156,9 @@ func New(opts Options) (*Server, error) {
 	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
 		s.log.Warn("UNSAFE: --unsafe-no-sandbox given: exec_command runs WITHOUT an OS sandbox when the host cannot enforce one")
+	}
+	if noLimits {
+		s.log.Warn("a benchmark build (autobox_bench_nolimits): maxProcesses, maxWriteMb and cpuMs are NOT enforced")
 	}
 	return s, nil
 }

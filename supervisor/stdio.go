@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/internal/exactjson"
 )
 
 // MaxMessageBytes bounds one inbound JSON-RPC line. Tool arguments are bounded far
@@ -174,9 +176,9 @@ func (c *lineConn) directCall(req *jsonrpc.Request) *directCall {
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(req.Params))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&params) != nil || params.Name == nil {
+	// Keys exactly as named (a folded or repeated one goes to the SDK, which
+	// judges it), so that this path reads a request as the SDK does.
+	if exactjson.Decode(req.Params, &params) != nil || params.Name == nil {
 		return nil
 	}
 	d := &directCall{call: c.direct.tools[*params.Name], args: params.Arguments}

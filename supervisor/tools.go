@@ -73,6 +73,9 @@ func DecodeArgs(tool string, raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
 	}
+	if msg := keyMistake(tool, raw, reflect.TypeOf(v)); msg != "" {
+		return fmt.Errorf("invalid arguments: %s", msg)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -159,11 +162,11 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// fieldByJSONName finds the field a JSON member decodes into; like encoding/json,
-// it takes the name in any case.
+// fieldByJSONName finds the field a JSON member decodes into: by its exact name
+// (keyMistake refused the names encoding/json would fold).
 func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
-		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" && strings.EqualFold(n, name) {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" && n == name {
 			return t.Field(i), true
 		}
 	}

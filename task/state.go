@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/autobox-dev/autobox/internal/lazyre"
 )
 
@@ -89,7 +90,7 @@ func readRecord(path string) (record, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := exactjson.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("task record %s: %w", path, err)
 	}
 	if r.Links == nil {

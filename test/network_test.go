@@ -374,11 +374,11 @@ func TestNetworkByHostServerList(t *testing.T) {
 		t.Errorf("the server's list by default: %+v", o)
 	}
 	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "allowHosts": []string{"example.com"}})
-	if !res.IsError || !strings.Contains(textOf(res), "not within the server's --allow-host list") {
+	if !res.IsError || !strings.Contains(textOf(res), "not within the server's list (autobox serve --allow-host: ") {
 		t.Errorf("widening: %s", textOf(res))
 	}
 	res = s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "allowNetwork": true})
-	if !res.IsError || !strings.Contains(textOf(res), "only the hosts of its --allow-host list") {
+	if !res.IsError || !strings.Contains(textOf(res), "only the hosts of its list (autobox serve --allow-host: ") {
 		t.Errorf("allowNetwork on a listed server: %s", textOf(res))
 	}
 	// Narrowed to nothing: no network at all.

@@ -30,6 +30,7 @@ func parseServeFlags(args []string) (serveFlags, error) {
 		return nil
 	})
 	fs.DurationVar(&o.AskTimeout, "ask-timeout", supervisor.DefaultAskTimeout, "how long the user has to answer a question about a call beyond the ceiling")
+	fs.IntVar(&o.MaxQuestions, "max-questions", supervisor.DefaultMaxQuestions, "questions the server puts to the user in any minute, at most (and 10 times that in any hour)")
 	f.ceiling.Register(fs)
 	err := fs.Parse(args)
 	o.Ceiling = &f.ceiling

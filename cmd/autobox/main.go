@@ -72,6 +72,8 @@ rule of the same name in $XDG_CONFIG_HOME/autobox/policy.json; see autobox polic
   --max-timeout-ms N, --max-memory-mb N, --max-processes N, --max-write-mb N
                           upper limits of calls
   --ask-timeout D         how long the user has to answer a question (default 45s)
+  --max-questions N       questions to the user in any minute, all calls together
+                          (default 6; 10 times that in any hour)
 
 Diagnostics go to stderr; stdout carries only the MCP protocol.
 Every command takes --help (with examples).

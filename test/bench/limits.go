@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,22 +14,26 @@ import (
 func init() { register("limits", benchLimits) }
 
 // withoutBin, if set, is the binary the calls without limits go to (a build from
-// before issue 14, say) instead of this one with AUTOBOX_BENCH_NO_LIMITS=1.
+// before issue 14, say) instead of this tree built with the tag
+// autobox_bench_nolimits (noLimitsBin).
 var withoutBin = flag.String("without", "", "limits group: serve the calls without limits from this autobox binary")
 
 // benchLimits sets exec_command of `echo hi` with the limits of issue 14 (the
 // defaults: rlimits, a pids and a cpu cgroup per command, the watchdog reading
 // writes and CPU; and with cpuMs too) beside the same call on a server that runs
-// commands without them (AUTOBOX_BENCH_NO_LIMITS=1: memory alone, as before; the
+// commands without them (a build with the tag autobox_bench_nolimits: memory alone, as before; the
 // cgroups are still made and joined while launchers wait, so -without BIN compares
 // with a build from before the limits), alternating, so both see the same machine.
 func benchLimits(ctx context.Context, bin string, cs *mcp.ClientSession, n int, rep *report) {
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "AUTOBOX_BENCH_NO_LIMITS=1")
-	note := "AUTOBOX_BENCH_NO_LIMITS=1, beside"
+	var cmd *exec.Cmd
+	note := "a build with the tag autobox_bench_nolimits, beside"
 	if *withoutBin != "" {
 		cmd = exec.Command(*withoutBin)
 		note = *withoutBin + ", beside"
+	} else {
+		nl, remove := noLimitsBin()
+		defer remove()
+		cmd = exec.Command(nl)
 	}
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "autobox-bench", Version: "1"}, nil)
@@ -58,4 +63,23 @@ func benchLimits(ctx context.Context, bin string, cs *mcp.ClientSession, n int, 
 	rep.Cases = append(rep.Cases, w, a, b)
 	rep.Numbers["limits cost p50 ms (with - without)"] = w.P50 - b.P50
 	rep.Numbers["limits cost p90 ms (with - without)"] = w.P90 - b.P90
+}
+
+// noLimitsBin builds this tree's autobox with the tag autobox_bench_nolimits
+// (commands run with their memory limit alone; no switch of the shipped binary
+// does that) into a temporary directory, static where it can be, as the
+// Makefile builds the shipped one. The bench runs from the tree's top.
+func noLimitsBin() (string, func()) {
+	dir, err := os.MkdirTemp("", "autobox-bench-nolimits-")
+	check(err)
+	out := filepath.Join(dir, "autobox")
+	build := func(args ...string) error {
+		c := exec.Command("go", append([]string{"build"}, args...)...)
+		c.Stderr = os.Stderr
+		return c.Run()
+	}
+	if build("-tags", "netgo,osusergo,autobox_bench_nolimits", "-ldflags", "-extldflags=-static", "-o", out, "./cmd/autobox") != nil {
+		check(build("-tags", "autobox_bench_nolimits", "-o", out, "./cmd/autobox"))
+	}
+	return out, func() { os.RemoveAll(dir) }
 }

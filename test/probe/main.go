@@ -31,6 +31,12 @@ func main() {
 	switch os.Args[1] {
 	case "nouserns":
 		err = noUserNS(a)
+	case "nolandlock":
+		err = noLandlock(a)
+	case "nsagain":
+		err = nsAgain(a)
+	case "nsagain-worker":
+		err = nsAgainWorker(a)
 	case "dumpable":
 		err = undumpable(atoi(a[0]))
 	case "loopback":

@@ -20,32 +20,77 @@ import (
 // and Go fall back to clone. The tests start a server so to check the mode it
 // falls back to.
 func noUserNS(argv []string) error {
+	return refuseNamespaceForks("nouserns", argv, unix.CLONE_NEWUSER, unix.EPERM)
+}
+
+// refuseNamespaceForks execs argv under a seccomp filter that makes clone and
+// unshare with any of flags fail with errno, and clone3 (whose flags a filter
+// cannot read) with ENOSYS, so that libc and Go fall back to clone.
+func refuseNamespaceForks(mode string, argv []string, flags uint32, errno unix.Errno) error {
+	return refuseNamespaceForksIf(mode, argv, flags, 0, 0, errno)
+}
+
+// refuseNamespaceForksIf is refuseNamespaceForks for the forks that also ask
+// for the namespace with, and not for without (0: any).
+func refuseNamespaceForksIf(mode string, argv []string, flags, with, without uint32, errno unix.Errno) error {
 	if len(argv) == 0 {
-		return fmt.Errorf("nouserns: no command")
+		return fmt.Errorf("%s: no command", mode)
 	}
-	nr := map[string]uint32{"amd64": 56, "arm64": 220}[runtime.GOARCH] // clone
-	unshare := map[string]uint32{"amd64": 272, "arm64": 97}[runtime.GOARCH]
+	prog, err := namespaceForkFilter(runtime.GOARCH, flags, with, without, errno)
+	if err != nil {
+		return fmt.Errorf("%s: %w", mode, err)
+	}
+	return execUnderFilter(prog, argv)
+}
+
+// namespaceForkFilter is the filter of refuseNamespaceForksIf on arch.
+func namespaceForkFilter(arch string, flags, with, without uint32, errno unix.Errno) ([]bpf.Instruction, error) {
+	nr := map[string]uint32{"amd64": 56, "arm64": 220}[arch] // clone
+	unshare := map[string]uint32{"amd64": 272, "arm64": 97}[arch]
 	const clone3 = 435
 	if nr == 0 {
-		return fmt.Errorf("nouserns: no syscall numbers for %s", runtime.GOARCH)
+		return nil, fmt.Errorf("no syscall numbers for %s", arch)
 	}
 	const (
 		allow = 0x7fff0000
-		eperm = 0x00050000 | 1
-		enosy = 0x00050000 | 38
+		errn  = 0x00050000
+		enosy = errn | 38
 	)
-	prog, err := bpf.Assemble([]bpf.Instruction{
+	// The flag tests, each jumping to allow when the fork is not refused;
+	// then allow, refuse, ENOSYS.
+	var tests []bpf.Instruction
+	if with != 0 {
+		tests = append(tests, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: with, SkipFalse: 0})
+	}
+	if without != 0 {
+		tests = append(tests, bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: without, SkipFalse: 0})
+	}
+	tests = append(tests, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: flags, SkipFalse: 0, SkipTrue: 1})
+	for i := range tests { // to the allow after the last test
+		j := tests[i].(bpf.JumpIf)
+		j.SkipFalse = uint8(len(tests) - 1 - i)
+		tests[i] = j
+	}
+	n := uint8(len(tests))
+	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: clone3, SkipTrue: 6},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: clone3, SkipTrue: 5 + n},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: 1},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unshare, SkipFalse: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unshare, SkipFalse: 1 + n},
 		bpf.LoadAbsolute{Off: 16, Size: 4}, // flags, low word
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_NEWUSER, SkipTrue: 1},
+	}
+	prog = append(prog, tests...)
+	prog = append(prog,
 		bpf.RetConstant{Val: allow},
-		bpf.RetConstant{Val: eperm},
-		bpf.RetConstant{Val: allow}, // unreachable
+		bpf.RetConstant{Val: errn | uint32(errno)},
 		bpf.RetConstant{Val: enosy},
-	})
+	)
+	return prog, nil
+}
+
+// execUnderFilter execs argv under the seccomp filter prog, on every thread.
+func execUnderFilter(insns []bpf.Instruction, argv []string) error {
+	prog, err := bpf.Assemble(insns)
 	if err != nil {
 		return err
 	}
