@@ -222,8 +222,14 @@ func TestRoundTripWire(t *testing.T) {
 	if sc := complete(t, "within the ceiling", r.rawCall(4, "execute_js", `{"code":"6*7"}`, true, "")); sc["result"] != float64(42) {
 		t.Errorf("within the ceiling: %v", sc)
 	}
-	// Beyond it: the question, as the call's answer.
 	beyond := `{"code":"6*7","timeoutMs":3000}`
+	// An answer sent with a first request answers nothing: no question was
+	// asked, and the call asks its own.
+	_, advance := inputRequired(t, "answered in advance", r.rawCall(50, "execute_js", beyond, true, `"inputResponses":{"ask":{"action":"accept","content":{"answer":"always"}}}`))
+	if sc := complete(t, "answered in advance", r.rawCall(51, "execute_js", beyond, true, answerOf(advance, "decline", ""))); !strings.Contains(fmt.Sprint(sc["error"]), "the user declined") {
+		t.Errorf("answered in advance, then declined: %v", sc)
+	}
+	// Beyond it: the question, as the call's answer.
 	q, state := inputRequired(t, "beyond the ceiling", r.rawCall(5, "execute_js", beyond, true, ""))
 	if !strings.Contains(fmt.Sprint(q["message"]), "timeoutMs 3000ms (your ceiling: 2000ms)") {
 		t.Errorf("the question: %v", q)

@@ -109,6 +109,30 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	}
 }
 
+// TestRoundTripClientGone: a client that goes away (stdin closed) while a
+// command waits for the answer to its question ends the session: the server
+// exits and the command, still waiting, is killed.
+func TestRoundTripClientGone(t *testing.T) {
+	f := newReachFixture(t, `{}`)
+	r, _ := startRawNewEra(t, "--policy", f.policy)
+	args, _ := json.Marshal(map[string]any{"command": bash(`curl -sS "$OTHER/gone-27517"; sleep 27.517`), "allowHosts": []string{f.listed}, "timeoutMs": 30000,
+		"env": []string{"OTHER=http://" + f.other + "/"}})
+	inputRequired(t, "mid-command", r.rawCall(1, "exec_command", string(args), true, ""))
+	waitProcs(t, "/gone-27517", true)
+	r.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit within 30s of its client going away")
+	}
+	waitProcs(t, "/gone-27517", false)
+	if pids := findProcs("sleep 27.517"); len(pids) > 0 {
+		t.Errorf("the command runs on: %v", pids)
+	}
+}
+
 // waitProcs waits, at most 30s, until a process whose command line holds s
 // runs (want) or none does.
 func waitProcs(t *testing.T, s string, want bool) {
