@@ -250,10 +250,7 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	// once, it never does (a grace for calls in flight would let it).
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","sleep 1.5; touch /mnt/rw/late"],"timeoutMs":30000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
-	time.Sleep(500 * time.Millisecond)
-	if len(findProcs("sleep 29.123")) == 0 {
-		t.Fatal("the command did not start")
-	}
+	waitProcs(t, "sleep 29.123", true) // however long a loaded machine takes to start it
 	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
 	r.in.Close()
 	// The calls in flight are cancelled at once, not left to run out a grace: each

@@ -132,15 +132,3 @@ func TestRoundTripClientGone(t *testing.T) {
 		t.Errorf("the command runs on: %v", pids)
 	}
 }
-
-// waitProcs waits, at most 30s, until a process whose command line holds s
-// runs (want) or none does.
-func waitProcs(t *testing.T, s string, want bool) {
-	t.Helper()
-	for i := 0; (len(findProcs(s)) > 0) != want; i++ {
-		if i == 3000 {
-			t.Fatalf("no process with %q running: %v, after 30s", s, !want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
