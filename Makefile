@@ -1,7 +1,16 @@
 # autobox: one Go binary (cgo, for V8). Every target works on a machine with only Go,
 # gcc and git; `make test` also wants root and xfsprogs for the reflink tests (.ci/run
 # installs it), and skips those tests with the reason otherwise.
-GO      ?= go
+# Go: the go on PATH, else the official tarball's /usr/local/go/bin/go (not on PATH
+# until a profile adds it); make GO=/path/to/go chooses another. Its directory goes
+# first on the PATH of every recipe, for the tests that run go themselves.
+ifeq ($(origin GO),undefined)
+GO      := $(firstword $(shell command -v go 2>/dev/null) $(wildcard /usr/local/go/bin/go))
+endif
+ifneq ($(findstring /,$(GO)),)
+export PATH := $(patsubst %/,%,$(dir $(GO))):$(PATH)
+endif
+NEED_GO  = @command -v "$(GO)" >/dev/null 2>&1 || { echo "make: go not found on PATH nor at /usr/local/go/bin/go: install Go $(shell sed -n 's/^go //p' go.mod) or later (https://go.dev/dl/ unpacks to /usr/local/go), or run make GO=/path/to/go" >&2; exit 127; }
 BIN     := bin/autobox
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
@@ -9,8 +18,14 @@ LDFLAGS := -X github.com/autobox-dev/autobox/supervisor.Version=$(VERSION)
 .PHONY: build test soak clients bench lint run install clean
 
 # `make -C DIR run` is what an MCP client may be configured with: make's own
-# lines ("Entering directory ...") would go to stdout, into the protocol.
+# lines ("Entering directory ...") would go to stdout, into the protocol. This line
+# keeps them out on GNU make 4.4.1 and later. Older makes (4.3: Ubuntu 22.04 and
+# 24.04, Debian 12) print "Entering directory" before they read any makefile, so
+# nothing here can: there the client needs make -s -C DIR run (or the binary
+# itself), and run says so on stderr when it finds that line was printed.
 MAKEFLAGS += --no-print-directory
+PRINTED_DIR_NOTE = autobox: make $(MAKE_VERSION) printed 'make: Entering directory' on stdout, into the MCP protocol: configure the client with make -s -C $(CURDIR) run, or with $(abspath $(BIN)) itself
+PRINTED_DIR := $(and $(findstring w,$(firstword -$(MAKEFLAGS))),$(filter 3.% 4.0% 4.1% 4.2% 4.3% 4.4,$(MAKE_VERSION)))
 
 # make install puts the binary in $(PREFIX)/bin (default ~/.local/bin, which
 # most Linux shells have on PATH).
@@ -25,6 +40,7 @@ STATIC  := -tags netgo,osusergo -ldflags '$(LDFLAGS) -extldflags=-static'
 
 # Its messages go to stderr, so that `make run` keeps stdout for MCP.
 build:
+	$(NEED_GO)
 	@echo "go build (static) -o $(BIN) ./cmd/autobox" >&2
 	@$(GO) build $(STATIC) -o $(BIN) ./cmd/autobox >&2 || { \
 		echo "static link failed (are libc.a and libstdc++.a installed?); building a dynamically linked binary" >&2; \
@@ -32,6 +48,7 @@ build:
 
 # stdout is the MCP server's alone; the banner goes to stderr.
 run: build
+	$(if $(PRINTED_DIR),@echo "$(PRINTED_DIR_NOTE)" >&2)
 	@echo "autobox: serving MCP on stdin/stdout (JSON-RPC lines; Ctrl-C or end of input stops it). An MCP client runs $(abspath $(BIN)) itself." >&2
 	@exec $(abspath $(BIN))
 
@@ -76,6 +93,7 @@ bench: build
 	$(GO) run ./test/bench -bin $(BIN) -out bench/results.json
 
 lint:
+	$(NEED_GO)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...

@@ -29,6 +29,10 @@ import (
 //	  │ result {action, answer} ──────▶ │ once / session / always: run the call
 //	  │ ◀── the tool's result           │ no, decline, cancel, timeout: refuse it
 //
+// On MCP 2026-07-28 the question goes as the call's answer, input_required, and
+// the answer comes with the client's retry of the call (roundtrip.go); the
+// line a call asks through (askline.go) tells the eras apart.
+//
 // Backpressure (backpressure.go): a call that waits for the user gives its slot
 // of the request window back while it waits, and takes one again before it goes
 // on, so a window full of calls waiting for answers cannot stop the reader from
@@ -72,31 +76,28 @@ type questions struct {
 	rate    askRate  // questions per minute and hour (askrate.go)
 }
 
-// canElicit reports whether the client of ss can be asked: it declared form
-// elicitation, on a protocol version where the server may send it requests.
+// canElicit reports whether the client of ss can be asked with elicitation/create
+// requests: it declared form elicitation, on a protocol version where the server
+// may send it requests (2026-07-28 clients are asked otherwise: askline.go).
 func canElicit(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
 	ip := ss.InitializeParams()
-	if ip == nil || ip.ProtocolVersion >= newProtocol2026 || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return false
-	}
-	e := ip.Capabilities.Elicitation
-	return e.Form != nil || e.URL == nil
+	return ip != nil && ip.ProtocolVersion < newProtocol2026 && elicits(ip.Capabilities)
 }
 
 // ask puts the excesses es of a call to the user, and applies the answer:
 // nil lets the call run. recheck lists the excesses again, after this call's
 // turn came (an answer to another question may have granted them).
 func (s *Server) ask(ctx context.Context, what string, es []ceiling.Excess, recheck func() []ceiling.Excess) error {
-	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
-	if !canElicit(ss) {
+	l := lineOf(ctx)
+	if l == nil {
 		return refusal(es, "the user was not asked: only an MCP client that supports elicitation can ask them")
 	}
 	c := s.Ceiling()
 	always := true
-	answer, why := s.put(ctx, ss, func(timeout time.Duration) *mcp.ElicitParams {
+	answer, why := s.put(ctx, l, func(timeout time.Duration) *mcp.ElicitParams {
 		if es = recheck(); len(es) == 0 {
 			return nil
 		}
@@ -138,20 +139,15 @@ func (s *Server) ask(ctx context.Context, what string, es []ceiling.Excess, rech
 // called once the turn came, returns no question (nothing to ask any more).
 // why is set when there is no answer to act on: the user declined or dismissed
 // the question, did not answer in time, or asking failed; any other answer is
-// the caller's to refuse. ss must be able to elicit.
-func (s *Server) put(ctx context.Context, ss *mcp.ServerSession, prepare func(timeout time.Duration) *mcp.ElicitParams) (answer, why string) {
+// the caller's to refuse. l is the call's line to the user (askline.go).
+func (s *Server) put(ctx context.Context, l *line, prepare func(timeout time.Duration) *mcp.ElicitParams) (answer, why string) {
 	if s.questions.waiting.Add(1) > maxWaiting {
 		s.questions.waiting.Add(-1)
 		return "", fmt.Sprintf("the user was not asked: %d calls are already waiting for an answer", maxWaiting)
 	}
 	defer s.questions.waiting.Add(-1)
-	if l, ok := s.questions.lenders.Load(ss); ok {
-		defer l.(lender).lend()()
-	}
-	timeout := s.opts.AskTimeout
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
-	}
+	defer l.lend()()
+	timeout := s.askTimeout()
 	unanswered := fmt.Sprintf("the user did not answer within %s", timeout)
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -168,7 +164,7 @@ func (s *Server) put(ctx context.Context, ss *mcp.ServerSession, prepare func(ti
 	if why := s.questions.rate.take(time.Now(), s.opts.MaxQuestions); why != "" {
 		return "", why // askrate.go: the server's bound
 	}
-	res, err := ss.Elicit(actx, q)
+	res, err := l.elicit(actx, q)
 	switch {
 	case err != nil && actx.Err() != nil:
 		return "", unanswered

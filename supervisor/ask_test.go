@@ -18,8 +18,16 @@ import (
 // the ceiling are read and all wait for the user; the client's answers must still
 // be read (each waiting call lends its slot back), so every call ends. Without
 // the lending, the reader holds the third call waiting for a slot and never reads
-// the first answer.
+// the first answer (on 2025-11-25, the answer to elicitation/create; on
+// 2026-07-28, the retry of the call). Once all are answered, no slot is held:
+// none was given back twice or taken twice.
 func TestAskingDoesNotStallTheWindow(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { askingWindow(t, version) })
+	}
+}
+
+func askingWindow(t *testing.T, version string) {
 	old := MaxInFlight
 	MaxInFlight = 2
 	defer func() { MaxInFlight = old }()
@@ -34,9 +42,10 @@ func TestAskingDoesNotStallTheWindow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	served := make(chan struct{})
+	tr := &StdioTransport{In: inR, Out: outW}
 	go func() {
 		defer close(served)
-		_ = s.Serve(ctx, &StdioTransport{In: inR, Out: outW})
+		_ = s.Serve(ctx, tr)
 	}()
 
 	const calls = 3
@@ -52,7 +61,7 @@ func TestAskingDoesNotStallTheWindow(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "once"}}, nil
 		},
 	})
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +88,15 @@ func TestAskingDoesNotStallTheWindow(t *testing.T) {
 	wg.Wait()
 	if n := asked.Load(); n != calls {
 		t.Errorf("the user was asked %d times, want %d (once each)", n, calls)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != version {
+		t.Errorf("protocol %s, want %s", v, version)
+	}
+	// The last answer's slot is given back right after it is written.
+	for held := len(tr.conn.window); held != 0; held = len(tr.conn.window) {
+		if ctx.Err() != nil {
+			t.Fatalf("%d slots of the window held after every call was answered", held)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

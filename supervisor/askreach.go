@@ -35,6 +35,10 @@ import (
 // its isolate and does not stop: its fetch waits within the call's timeoutMs
 // (and the fetch's own 30 s).
 //
+// On MCP 2026-07-28 the question is the call's answer, input_required, while
+// the command waits; the client's retry of the call brings the answer and
+// takes the command's result (roundtrip.go).
+//
 // Not asked: a client without elicitation (denied at once, as before), and an
 // exec_command session's command (yieldMs): it outlives the call that started
 // it, and a question would come to the user unbidden.
@@ -43,17 +47,17 @@ import (
 // one can be asked); what names the call in the question, pause stops the
 // call's clock while the user is asked (nil: nothing to stop).
 func (s *Server) reachAsker(ctx context.Context, what string, pause func() (resume func())) proxy.Asker {
-	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
-	if !canElicit(ss) {
+	l := lineOf(ctx)
+	if l == nil {
 		return nil
 	}
 	return func(actx context.Context, host string, port int) error {
-		return s.askReach(actx, ss, what, host, uint16(port), pause)
+		return s.askReach(actx, l, what, host, uint16(port), pause)
 	}
 }
 
 // askReach asks the user whether the call may reach host:port; nil: it may.
-func (s *Server) askReach(ctx context.Context, ss *mcp.ServerSession, what, host string, port uint16, pause func() func()) error {
+func (s *Server) askReach(ctx context.Context, l *line, what, host string, port uint16, pause func() func()) error {
 	// The entry the answer is kept as allows this host and port alone (the
 	// proxy asks about nothing else; checked again here, where it is written).
 	entry, err := policy.ExactEntry(host, port)
@@ -86,7 +90,7 @@ func (s *Server) askReach(ctx context.Context, ss *mcp.ServerSession, what, host
 	if pause != nil {
 		defer pause()()
 	}
-	answer, why := s.put(ctx, ss, func(timeout time.Duration) *mcp.ElicitParams {
+	answer, why := s.put(ctx, l, func(timeout time.Duration) *mcp.ElicitParams {
 		if s.Ceiling().Reaches(&s.grants, host, port) {
 			return nil
 		}

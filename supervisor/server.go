@@ -100,6 +100,8 @@ type Server struct {
 	ceiling   *ceiling.Live  // the user's ceiling (ceiling.go), following its file
 	grants    ceiling.Grants // what the user allowed beyond it for this server's life
 	questions questions      // asking the user (ask.go)
+	rounds    *roundTrips    // asking 2026-07-28 clients (roundtrip.go)
+	endLife   context.CancelFunc
 
 	mu       sync.Mutex
 	trees    map[tree]bool // running exec_command trees, killed by Close
@@ -135,6 +137,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.questions.turn = make(chan struct{}, 1)
+	life, endLife := context.WithCancel(context.Background())
+	s.endLife = endLife
+	s.rounds = newRoundTrips(life, s.askTimeout())
 	size := opts.PoolSize
 	switch {
 	case size == 0:
@@ -166,6 +171,7 @@ func New(opts Options) (*Server, error) {
 // Close ends every running command tree and worker, waits (briefly) for in-flight
 // calls to clean up their scratch dirs, and stops the pool. In-flight calls fail.
 func (s *Server) Close() {
+	s.endLife()
 	s.sessions.CloseAll("killed: the server is shutting down", 5*time.Second)
 	s.mu.Lock()
 	s.closed = true
@@ -227,22 +233,22 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 	})
 	f := false
 	t := true
-	addTool(srv, calls, &mcp.Tool{
+	addTool(s, srv, calls, &mcp.Tool{
 		Name:        "execute_js",
 		Description: "Run JavaScript in a fresh V8 isolate: a bare expression or statements with return; await allowed. No Node APIs. host.readFile/writeFile/listDir reach declared mounts only; fetch/net exist only with allowNetwork. Returns {ok, result, error, logs, durationMs, readBytes, writeBytes}.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run JavaScript in a sandbox", ReadOnlyHint: false, DestructiveHint: &f, IdempotentHint: false, OpenWorldHint: &t},
 	}, s.jsTool, jsFailed)
-	addTool(srv, calls, &mcp.Tool{
+	addTool(s, srv, calls, &mcp.Tool{
 		Name:        "exec_command",
 		Description: "Run a command (argv array) under the OS sandbox: reads limited to system directories and declared mounts, writes only to rw mounts and a per-call scratch dir ($HOME/$TMPDIR), no network unless allowNetwork, whole process tree killed at timeoutMs, RSS watchdog at memoryMb. Sandbox paths (/mnt/...) in arguments are rewritten to host paths. Returns {stdout, stderr, exitCode, killed, durationMs}. With yieldMs it answers after at most that long, and a command still running goes on as a session ({running: true, sessionId}; timeoutMs up to 1 hour; tty for a terminal), driven with exec_session.",
 		Annotations: &mcp.ToolAnnotations{Title: "Run a command in a sandbox", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.execTool, execFailed)
-	addTool(srv, calls, &mcp.Tool{
+	addTool(s, srv, calls, &mcp.Tool{
 		Name:        "exec_session",
 		Description: "Drive a command that exec_command started with yieldMs (a session), still running in its sandbox: poll for its output since the last answer (waiting up to yieldMs), write input to its stdin (then poll), signal it (INT, TERM, KILL; then poll), close it (kill the whole tree; the final result), or list the open sessions. Answers are exec_command's result: {running: true, sessionId, stdout, stderr, durationMs} while it runs, then once its final result with exitCode; stdoutDropped/stderrDropped count output not read in time. Sessions end at their timeoutMs, on close, after the server's idle limit (10 minutes) without a call, and with the server; at most 16 at once.",
 		Annotations: &mcp.ToolAnnotations{Title: "Drive a running command", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.ExecSession, sessionFailed)
-	addTool(srv, calls, &mcp.Tool{
+	addTool(s, srv, calls, &mcp.Tool{
 		Name:        "copy_then_sync",
 		Description: "Persistent writable copies of a host directory. create: copy hostPath into a workspace (copy-on-write) and return {workspaceId}; mount it in execute_js or exec_command with {workspaceId}; status: preview changes and conflicts (diff: true adds a unified diff); sync: apply workspace changes to the host (conflicts abort with nothing applied; paths applies only those); resolve (paths): after bringing the host's version of conflicted paths into the workspace, take it as their baseline; merge (paths): three-way merge of conflicted text files into the workspace; discard: delete the workspace. The host source is unchanged until sync.",
 		Annotations: &mcp.ToolAnnotations{Title: "Workspace copy and sync", DestructiveHint: &t, OpenWorldHint: &f},
@@ -263,6 +269,13 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		st.direct = &directCalls{tools: calls, server: implementation, session: session.Load, ready: func() bool {
 			ss := session.Load()
 			return ss != nil && ss.InitializeParams() != nil
+		}, serve: func(ctx context.Context, d *directCall) *mcp.CallToolResult {
+			ss := session.Load()
+			res, err := s.serveCall(ctx, callParams{session: ss, caps: metaCapabilities(d.meta, ss), name: d.name, args: d.args}, d.call)
+			if err != nil { // only retries err, which the direct path leaves to the SDK
+				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+			}
+			return res
 		}}
 	}
 	ss, err := srv.Connect(ctx, t, nil)

@@ -40,6 +40,8 @@ type directCalls struct {
 	ready   func() bool               // the session has been initialized by the SDK
 	session func() *mcp.ServerSession // the session, for calls that ask the user (ask.go)
 	server  *mcp.Implementation       // the serverInfo of 2026-07-28 results
+	// serve runs a call as the SDK's handler does (Server.serveCall).
+	serve func(ctx context.Context, d *directCall) *mcp.CallToolResult
 
 	answered atomic.Int64 // calls answered on the direct path, for tests
 }
@@ -181,7 +183,7 @@ func (c *lineConn) directCall(req *jsonrpc.Request) *directCall {
 	if exactjson.Decode(req.Params, &params) != nil || params.Name == nil {
 		return nil
 	}
-	d := &directCall{call: c.direct.tools[*params.Name], args: params.Arguments}
+	d := &directCall{name: *params.Name, call: c.direct.tools[*params.Name], args: params.Arguments, meta: params.Meta}
 	if d.call == nil {
 		return nil
 	}
@@ -277,8 +279,10 @@ func tooDeep(b []byte, limit int) bool {
 
 // directCall is a tools/call request answered by the transport.
 type directCall struct {
+	name        string
 	call        toolCall
 	args        json.RawMessage
+	meta        json.RawMessage
 	newProtocol bool // the request carries MCP 2026-07-28 per-request metadata
 }
 
@@ -325,7 +329,7 @@ func isObject(raw json.RawMessage) bool {
 func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc, req *jsonrpc.Request, d *directCall) {
 	defer cancel(nil)
 	c.direct.answered.Add(1)
-	res := d.call(withSession(ctx, c.direct.session()), d.args)
+	res := c.direct.serve(ctx, d)
 	if d.newProtocol {
 		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: c.direct.server})
 	}
@@ -333,7 +337,7 @@ func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc
 	if raw, err := json.Marshal(res); err != nil {
 		resp.Error = fmt.Errorf("encoding the result: %w", err)
 	} else {
-		resp.Result = raw
+		resp.Result = withResultType(raw, res, multiRoundTrip(c.direct.session()))
 	}
 	_ = c.Write(ctx, resp)
 }

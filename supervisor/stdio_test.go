@@ -22,7 +22,44 @@ type stdioSession struct {
 
 func startStdio(t *testing.T, noDirect bool) *stdioSession {
 	t.Helper()
-	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), noWorkerJail: true, noDirect: noDirect})
+	return startStdioWith(t, Options{noDirect: noDirect})
+}
+
+// directAnswered counts the calls the transport answered on its direct path.
+func (s *stdioSession) directAnswered() int64 {
+	if s.tr.direct == nil {
+		return 0
+	}
+	return s.tr.direct.answered.Load()
+}
+
+// sameOnBothPaths runs a session's exchange (run) with the direct path off and
+// on: the replies must be the same, and wantDirect calls must have taken the
+// direct path when it is on. It returns the direct path's replies.
+func sameOnBothPaths(t *testing.T, run func(noDirect bool) ([]string, int64), wantDirect int64) []string {
+	t.Helper()
+	sdk, n := run(true)
+	if n != 0 {
+		t.Fatalf("%d calls took the direct path with it off", n)
+	}
+	direct, n := run(false)
+	if n != wantDirect {
+		t.Errorf("%d calls took the direct path, want %d", n, wantDirect)
+	}
+	for i := range sdk {
+		if direct[i] != sdk[i] {
+			t.Errorf("reply %d differs:\ndirect: %s\nsdk:    %s", i, direct[i], sdk[i])
+		}
+	}
+	return direct
+}
+
+// startStdioWith is startStdio with opts (its binary, pool, state dir and
+// worker jail set here).
+func startStdioWith(t *testing.T, opts Options) *stdioSession {
+	t.Helper()
+	opts.Exe, opts.PoolSize, opts.StateDir, opts.noWorkerJail = testBin, 1, t.TempDir(), true
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,25 +160,9 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 			ss.send(c)
 			replies = append(replies, durations.ReplaceAllString(ss.next(), "$1:0"))
 		}
-		var direct int64
-		if ss.tr.direct != nil {
-			direct = ss.tr.direct.answered.Load()
-		}
-		return replies, direct
+		return replies, ss.directAnswered()
 	}
-	sdk, n := run(true)
-	if n != 0 {
-		t.Fatalf("%d calls took the direct path with it off", n)
-	}
-	direct, n := run(false)
-	if n != 11 {
-		t.Errorf("%d calls took the direct path, want 11", n)
-	}
-	for i := range sdk {
-		if direct[i] != sdk[i] {
-			t.Errorf("reply %d differs:\ndirect: %s\nsdk:    %s", i, direct[i], sdk[i])
-		}
-	}
+	direct := sameOnBothPaths(t, run, 11)
 	if !strings.Contains(direct[0], "invalid during session initialization") {
 		t.Errorf("a call before initialize was answered: %s", direct[0])
 	}

@@ -29,8 +29,9 @@ import (
 // that validates against the output schema, whatever the mistake.
 //
 // The same call function is recorded in calls under the tool's name, for the stdio
-// transport's direct path (see lineConn.directCall).
-func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error), fail func(error) *Out) {
+// transport's direct path (see lineConn.directCall). Both paths run it through
+// s.serveCall, which gives it the way to ask the user that its client takes.
+func addTool[In, Out any](s *Server, srv *mcp.Server, calls map[string]toolCall, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error), fail func(error) *Out) {
 	t.InputSchema, t.OutputSchema = toolSchemas[In, Out](t.Name)
 	result := func(out *Out, isErr bool) *mcp.CallToolResult {
 		raw, err := json.Marshal(out)
@@ -59,7 +60,8 @@ func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Too
 	}
 	calls[t.Name] = call
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return call(withSession(ctx, req.Session), req.Params.Arguments), nil
+		p := req.Params
+		return s.serveCall(ctx, callParams{session: req.Session, caps: req.ClientCapabilities(), name: t.Name, args: p.Arguments, state: p.RequestState, responses: p.InputResponses}, call)
 	})
 }
 

@@ -136,10 +136,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "autobox task: unknown command %q (see autobox task --help)\n", args[0])
 		return exitUsage
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	// Help asked for goes to stdout with exit 0; a flag error to stderr.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args[1:])
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "autobox task %s: %v (see autobox task --help)\n", c.command, err)
 		return exitUsage
 	}
 	c.argv = fs.Args()

@@ -97,16 +97,22 @@ func nodeEnv(t *testing.T, node string) (env []string, home string) {
 		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
 		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 	}
+	if nodeMajor(t, node) < 19 {
+		env = append(env, "NODE_OPTIONS=--experimental-global-customevent --experimental-global-webcrypto")
+	}
+	return env, home
+}
+
+// nodeMajor is the major version of node.
+func nodeMajor(t *testing.T, node string) int {
+	t.Helper()
 	out, err := exec.Command(node, "-p", "process.versions.node").Output()
 	if err != nil {
 		t.Fatalf("node -p process.versions.node: %v", err)
 	}
 	major, _ := strconv.Atoi(strings.Split(strings.TrimSpace(string(out)), ".")[0])
 	t.Logf("node %s", strings.TrimSpace(string(out)))
-	if major < 19 {
-		env = append(env, "NODE_OPTIONS=--experimental-global-customevent --experimental-global-webcrypto")
-	}
-	return env, home
+	return major
 }
 
 // sdkCases are the cases clients/sdk.mjs must report: one per result shape.
@@ -209,43 +215,61 @@ func runCases(t *testing.T, node string, env []string, script string) map[string
 // TestTypeScriptElicitation runs clients/elicit.mjs: the TypeScript SDK client's
 // elicitation handler answers the server's questions about calls beyond the
 // user's ceiling each way (once, for the session, always, decline, no answer
-// before the timeout), and a client without elicitation gets the refusal.
+// before the timeout), and a client without elicitation gets the refusal. In
+// both protocol eras: SDK v1 on 2025-11-25 (asked with elicitation/create), SDK
+// v2 pinned to 2026-07-28 (asked through multi round-trip requests).
 func TestTypeScriptElicitation(t *testing.T) {
-	seen := runAskCases(t, "elicit.mjs")
-	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation"} {
-		if !seen[c] {
-			t.Errorf("elicit.mjs reported no case %q", c)
-		}
+	for _, era := range askEras {
+		t.Run(era, func(t *testing.T) {
+			seen := runAskCases(t, era, "elicit.mjs")
+			for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation"} {
+				if !seen[c] {
+					t.Errorf("elicit.mjs reported no case %q", c)
+				}
+			}
+		})
 	}
 }
 
 // TestTypeScriptAskReach runs clients/askreach.mjs: a command's connection to
 // a host its allowHosts does not list is held while the TypeScript SDK
-// client's elicitation handler answers each way; execute_js's fetch too.
+// client's elicitation handler answers each way; execute_js's fetch too. In
+// both eras, as TestTypeScriptElicitation.
 func TestTypeScriptAskReach(t *testing.T) {
 	requireSandbox(t)
 	if !namespaced() {
 		t.Skipf("allowHosts needs a network namespace for the command, which mode %s lacks", hostMode())
 	}
-	seen := runAskCases(t, "askreach.mjs")
-	for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation", "execute_js fetch"} {
-		if !seen[c] {
-			t.Errorf("askreach.mjs reported no case %q", c)
-		}
+	for _, era := range askEras {
+		t.Run(era, func(t *testing.T) {
+			seen := runAskCases(t, era, "askreach.mjs")
+			for _, c := range []string{"accept once", "accept for the session", "always", "decline", "no answer before the timeout", "client without elicitation", "execute_js fetch"} {
+				if !seen[c] {
+					t.Errorf("askreach.mjs reported no case %q", c)
+				}
+			}
+		})
 	}
 }
 
+// askEras are the protocol revisions the asking scripts run on (AUTOBOX_MCP_ERA).
+var askEras = []string{"2025-11-25", "2026-07-28"}
+
 // runAskCases runs a script of test/clients that starts its own servers
-// (AUTOBOX_BIN) with fixtures of its own (AUTOBOX_FIXTURES), as runCases.
-func runAskCases(t *testing.T, script string) map[string]bool {
+// (AUTOBOX_BIN) with fixtures of its own (AUTOBOX_FIXTURES), with the clients
+// of era, as runCases.
+func runAskCases(t *testing.T, era, script string) map[string]bool {
 	t.Helper()
 	node := nodeClients(t)
 	env, home := nodeEnv(t, node)
+	if era >= "2026-07-28" && nodeMajor(t, node) < 20 {
+		t.Skip("the TypeScript SDK v2 client (2026-07-28) needs Node 20 or later")
+	}
 	fixtures := filepath.Join(home, "fixtures")
 	if err := os.Mkdir(fixtures, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, "AUTOBOX_BIN="+bin, "AUTOBOX_FIXTURES="+fixtures)
+	env = append(env, "AUTOBOX_BIN="+bin, "AUTOBOX_FIXTURES="+fixtures, "AUTOBOX_MCP_ERA="+era)
 	return runCases(t, node, env, script)
 }
 

@@ -434,6 +434,18 @@ func TestExecKillsWholeTree(t *testing.T) {
 	}
 }
 
+// waitProcs waits, at most 30s, until a process whose command line holds s
+// runs (want) or none does.
+func waitProcs(t *testing.T, s string, want bool) {
+	t.Helper()
+	for i := 0; (len(findProcs(s)) > 0) != want; i++ {
+		if i == 3000 {
+			t.Fatalf("no process with %q running: %v, after 30s", s, !want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // findProcs lists live processes whose command line contains s.
 func findProcs(s string) []int {
 	var out []int

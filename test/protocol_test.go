@@ -25,8 +25,22 @@ type rawSession struct {
 
 func startRaw(t *testing.T) *rawSession {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "AUTOBOX_STATE_DIR=" + t.TempDir()}
+	r := spawnRaw(t, nil, nil)
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := r.reply(0); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+// spawnRaw starts the binary with args and env added to a home, state dir
+// and config dir of the test's own, and says nothing to it yet.
+func spawnRaw(t *testing.T, args, env []string) *rawSession {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	home := t.TempDir()
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "AUTOBOX_STATE_DIR=" + t.TempDir(), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}, env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +87,6 @@ func startRaw(t *testing.T) *rawSession {
 		}
 		waitGone(t, append(kids, pid))
 	})
-	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if m := r.reply(0); m["result"] == nil {
-		t.Fatalf("initialize: %v", m)
-	}
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r
 }
 
@@ -241,10 +250,7 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	// once, it never does (a grace for calls in flight would let it).
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","sleep 1.5; touch /mnt/rw/late"],"timeoutMs":30000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
-	time.Sleep(500 * time.Millisecond)
-	if len(findProcs("sleep 29.123")) == 0 {
-		t.Fatal("the command did not start")
-	}
+	waitProcs(t, "sleep 29.123", true) // however long a loaded machine takes to start it
 	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
 	r.in.Close()
 	// The calls in flight are cancelled at once, not left to run out a grace: each

@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -135,6 +137,10 @@ func main() {
 
 func serve(args []string) int {
 	f, err := parseServeFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Print(usage)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "autobox serve: %v\n\n%s", err, usage)
 		return 2
