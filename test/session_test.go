@@ -128,7 +128,13 @@ func TestSessionCtrlC(t *testing.T) {
 		{"action": "write", "input": "\u0003"},
 		{"action": "signal", "signal": "INT"},
 	} {
-		s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "sleep 60\n", "yieldMs": 500})
+		// The job runs before it is interrupted: its own line says so (the
+		// terminal's echo of the typed line reads st''arted, not started).
+		started := fmt.Sprintf("started%d", i)
+		w, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": fmt.Sprintf("sh -c 'echo st''arted%d; exec sleep 60'\n", i), "yieldMs": 2000})
+		if got, _ := s.until(o.SessionID, started, w.Stdout); !strings.Contains(got, started) {
+			t.Fatalf("%v: the job did not start: %q", how, got)
+		}
 		how["sessionId"], how["yieldMs"] = o.SessionID, 500
 		s.sess(how)
 		// The shell drops the rest of an interrupted line: ask afterwards.
