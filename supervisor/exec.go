@@ -42,7 +42,7 @@ type ExecInput struct {
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
 	Caches       []string           `json:"caches,omitempty" jsonschema:"tool caches kept between calls, mounted read-write and set through the tool's variables: npm (npm_config_cache), pip (PIP_CACHE_DIR), go (GOCACHE, GOMODCACHE), cargo (CARGO_HOME); the user's own, outside every mount"`
 	Expose       []int              `json:"expose,omitempty" jsonschema:"with yieldMs: ports the session's server listens on (inside its sandbox) to forward to the host's 127.0.0.1 for the user's browser; the answers report ports[{port, url}]; closed when the session ends"`
-	Env          []string           `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"] ($PATH in PATH is the default PATH; sandbox paths in values are rewritten to host paths); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
+	Env          EnvList            `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"], or the same as an object {\"CI\": \"1\", \"NODE_ENV\": \"test\"} ($PATH in PATH is the default PATH); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
 }
 
 // ExecOutput is the exec_command result.

@@ -102,6 +102,13 @@ func findMistake(raw json.RawMessage, t reflect.Type, tool, path string) string 
 		return "" // null leaves the field as it was: never the mistake
 	}
 	got := jsonValueKind(raw)
+	// A parameter that takes more than one form (EnvList) judges itself.
+	if u, ok := reflect.New(t).Interface().(json.Unmarshaler); ok {
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return fmt.Sprintf("%s: %v", path, err)
+		}
+		return ""
+	}
 	wrong := func() string {
 		if path == "" {
 			return fmt.Sprintf("the arguments must be an object, not %s", got)
