@@ -211,7 +211,7 @@ func TestToolSchemas(t *testing.T) {
 	// The choices a client offers.
 	enums := map[string][]any{
 		"copy_then_sync/action":          {"create", "status", "sync", "resolve", "merge", "discard"},
-		"copy_then_sync/copyMode":        {"clone", "auto"},
+		"copy_then_sync/copyMode":        {"auto", "clone"},
 		"execute_js/mounts/items/mode":   {"ro", "rw"},
 		"exec_command/mounts/items/mode": {"ro", "rw"},
 		"exec_session/action":            {"poll", "write", "signal", "close", "list"},
