@@ -90,10 +90,11 @@ type execCall struct {
 	expose     []int          // a session's ports to expose to the host
 	what       string         // the call in a question to the user: "this command (…)"
 	clock      callClock      // timeoutMs (clock.go)
+	caps       timeoutCaps    // the most timeoutMs could be, for a timeout's note (timelimit.go)
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
-	c := &execCall{}
+	c := &execCall{caps: defaultCaps}
 	if len(in.Command) == 0 {
 		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
 	}
@@ -361,7 +362,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	switch {
 	case killedBy == "timeout":
 		out.Killed = true
-		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
+		out.Stderr = c.timeoutNote() + "\n" + out.Stderr
 	case strings.HasPrefix(killedBy, "disk"):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + scratchListing(scratch) + out.Stderr

@@ -136,6 +136,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	out.ReadBytes, out.WriteBytes = b.readBytes, b.writeBytes
 	if err != nil {
 		msg := err.Error()
+		msg += jsNote(msg, s.jsTimeoutCap())
 		out.Error = &msg
 		return out, nil
 	}
@@ -144,7 +145,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		out.Result = res.Result
 	}
 	if res.Error != "" {
-		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork)
+		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork) + jsNote(res.Error, s.jsTimeoutCap())
 		out.Error = &msg
 	}
 	if res.Logs != nil {

@@ -219,7 +219,7 @@ await check("execute_js thrown error", async () => {
 
 await check("execute_js timeout", async () => {
   const [o, isErr] = await js({ code: "while (true) {}", timeoutMs: 300 });
-  jsFailed(o, isErr, "TimeoutError: execution exceeded 300ms");
+  jsFailed(o, isErr, "TimeoutError: execution exceeded 300ms: raise timeoutMs (at most 10000)");
 });
 
 await check("execute_js memory kill", async () => {
@@ -286,7 +286,8 @@ await check("exec_command spawn failure", async () => {
 
 await check("exec_command timeout", async () => {
   const [o, isErr] = await exec({ command: ["sleep", "10"], timeoutMs: 300 });
-  killedWith(o, isErr, "killed: timeout after 300ms");
+  // What a model reads: the parameter to raise, how far, and yieldMs for more.
+  killedWith(o, isErr, "killed: timeout after 300ms: raise timeoutMs (at most 600000 without yieldMs), or pass yieldMs (e.g. 10000) to keep a longer job running as a session, driven with exec_session (its timeoutMs up to 3600000)\n");
 }, { needsExec: true });
 
 await check("exec_command memory kill", async () => {
