@@ -309,6 +309,18 @@ await check("exec_command non-UTF-8 output", async () => {
   assert.equal(o.stdoutEncoding, "utf-8-lossy");
 }, { needsExec: true });
 
+// env as models write it: an object (as MCP client configs have it) or a list of
+// NAME=VALUE, one meaning. The input schema gives the list (a parameter has one
+// type there, for clients that draw forms) and its description the object form,
+// which the server takes all the same.
+await check("exec_command env as an object", async () => {
+  const command = ["sh", "-c", 'echo "$CI $NODE_ENV"'];
+  const [list] = await exec({ command, env: ["CI=1", "NODE_ENV=test"] });
+  const [obj, isErr] = await exec({ command, env: { CI: "1", NODE_ENV: "test" } }, { valid: false });
+  assert.equal(list.stdout, "1 test\n");
+  assert.ok(!isErr && obj.stdout === list.stdout, JSON.stringify(obj));
+}, { needsExec: true });
+
 await check("exec_command mounts and cwd", async () => {
   const [o] = await exec({ command: ["cat", "a.txt", "/mnt/data/sub/b.txt"], mounts: [{ hostPath: data, sandboxPath: "/mnt/data", mode: "ro" }], cwd: "/mnt/data" });
   assert.equal(o.stdout, "alpha\nbeta\n");
