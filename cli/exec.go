@@ -109,7 +109,9 @@ func (e *env) exec(args []string) int {
 		return e.fail("exec", err)
 	}
 	defer s.Close()
-	out, err := s.ExecCommand(e.ctx, in)
+	ctx, drawn := e.withCallProgress(e.ctx, "exec")
+	out, err := s.ExecCommand(ctx, in)
+	drawn()
 	if err != nil {
 		return e.fail("exec", err)
 	}

@@ -67,6 +67,7 @@ type ExecOutput struct {
 	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
 	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
 	Ports           []PortReport  `json:"ports,omitempty" jsonschema:"a running session's exposed ports (expose): where the host reaches each"`
+	Matched         bool          `json:"matched,omitempty" jsonschema:"a session's answer: it went because a line of the output matched until"`
 	Mounts          []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the command ran with, each with the host directory it resolved to"`
 }
 
@@ -232,8 +233,12 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	defer ports.close()
 	out := &ExecOutput{Mounts: reportMounts(c.mounts)}
-	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
-	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
+	var tail *outputTail // the latest output, for reports of progress
+	if progressOf(ctx) != nil {
+		tail = &outputTail{}
+	}
+	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout", tail: tail}
+	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr", tail: tail}
 	so, err := stdout.open()
 	if err != nil {
 		return nil, err
@@ -264,7 +269,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	k := &killSwitch{tree: tree}
 	stopLimits := c.enforce(tree, k)
 	stopCancel := context.AfterFunc(ctx, func() { k.kill("cancelled") })
+	stopProgress := reportProgress(ctx, start, c.timeout, tail.line)
 	res, werr := tree.Wait()
+	stopProgress()
 	stopCancel()
 	watched := stopLimits()
 	killedBy := k.settle()
@@ -543,6 +550,7 @@ type cappedPipe struct {
 	buf       []byte
 	truncated bool
 	done      chan struct{}
+	tail      *outputTail // nil, or where the latest output is kept too
 }
 
 func (c *cappedPipe) open() (*os.File, error) {
@@ -562,6 +570,7 @@ func (c *cappedPipe) drain() {
 	for {
 		n, err := c.r.Read(chunk)
 		if n > 0 {
+			c.tail.add(chunk[:n])
 			if room := c.max - len(c.buf); room > 0 {
 				if n > room {
 					c.buf = append(c.buf, chunk[:room]...)

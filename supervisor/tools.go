@@ -59,7 +59,8 @@ func addTool[In, Out any](srv *mcp.Server, calls map[string]toolCall, t *mcp.Too
 	}
 	calls[t.Name] = call
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return call(withSession(ctx, req.Session), req.Params.Arguments), nil
+		ctx = WithProgress(withSession(ctx, req.Session), mcpProgress(req.Session, req.Params.GetProgressToken()))
+		return call(ctx, req.Params.Arguments), nil
 	})
 }
 

@@ -119,7 +119,7 @@ var sdkCases = []string{
 	"exec_command env as an object", "exec_command mounts and cwd", "exec_command invalid arguments",
 	"exec_command session", "exec_session write, signal, list, close", "exec_session tty", "exec_session invalid arguments",
 	"copy_then_sync lifecycle", "copy_then_sync conflicts", "copy_then_sync invalid arguments", "dev server session ports",
-	"progress token", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
+	"progress token", "progress of a running command", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
 }
 
 // canSandbox tells whether this host can run exec_command (see requireSandbox).

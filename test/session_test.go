@@ -465,6 +465,9 @@ func TestCLISession(t *testing.T) {
 	r = h.run("", "exec", "--yield", "0", "--", "cat")
 	id = strings.TrimSpace(r.stdout)
 	h.want(h.run("", "session", "write", "--yield", "5s", id, "hello\n"), 0, "hello\n", "")
+	// --until: the answer goes at the line that matches, however long --yield.
+	h.want(h.run("", "session", "write", "--json", "--yield", "30s", "--until", "^t[a-z]o$", id, "one\ntwo\n"), 0, `"matched":true`, "")
+	h.want(h.run("", "session", "poll", "--until", "(", id), 125, "", "until is not a regular expression")
 	w := h.run("last", "session", "write", "--yield", "5s", "--close-stdin", id, "-")
 	for w.code == 0 && !strings.Contains(w.stdout, "last") {
 		w = h.run("", "session", "poll", "--yield", "5s", id)

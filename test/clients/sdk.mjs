@@ -597,6 +597,43 @@ await check("progress token", async () => {
   assert.equal(res.structuredContent.result, 42);
 });
 
+// progressed runs a tool call with a progress token; at each notification whose
+// message is a key of steps, it does what that key says (once). It returns the
+// result's structured content and the notifications.
+async function progressed(name, args, steps) {
+  const got = [];
+  const res = await call(name, args, { options: { onprogress: (p) => {
+    got.push(p);
+    const step = steps[p.message];
+    if (step) { delete steps[p.message]; step(); }
+  } } });
+  assert.deepEqual(Object.keys(steps), [], `no notification with message ${Object.keys(steps)}: ${JSON.stringify(got)}`);
+  for (let i = 1; i < got.length; i++) assert.ok(got[i].progress > got[i - 1].progress, `progress not rising: ${JSON.stringify(got)}`);
+  return [res.structuredContent, got];
+}
+
+// What a model's client sees of a long command while it runs: the latest line
+// of its output, each step released only once the client has seen the one before.
+await check("progress of a running command", async () => {
+  const dir = fixture("progress", { "started": "" });
+  fs.chmodSync(dir, 0o777); // a root server without namespaces runs commands as nobody
+  const mounts = [{ hostPath: dir, sandboxPath: "/mnt/p", mode: "rw" }];
+  const waitFor = (f) => `while [ ! -e /mnt/p/${f} ]; do sleep 0.05; done`;
+  const touch = (f) => () => fs.writeFileSync(path.join(dir, f), "");
+  const [o, got] = await progressed("exec_command", {
+    command: ["sh", "-c", `echo compiling; echo "step 1 of 2"; ${waitFor("go")}; echo "step 2 of 2"`], mounts, timeoutMs: 90000,
+  }, { "step 1 of 2": touch("go") });
+  assert.equal(o.stdout, "compiling\nstep 1 of 2\nstep 2 of 2\n");
+  assert.ok(got.every((p) => p.total === 90), `total is not the time limit in seconds: ${JSON.stringify(got)}`);
+  // A poll with yieldMs waits through bursts, reporting each, and answers with
+  // what came in that time.
+  const [st] = await exec({ command: ["sh", "-c", `echo a; ${waitFor("go-a")}; echo b; ${waitFor("go-b")}; echo end`], mounts, yieldMs: 0, timeoutMs: 120000 });
+  assert.ok(st.running, JSON.stringify(st));
+  const [p] = await progressed("exec_session", { sessionId: st.sessionId, action: "poll", yieldMs: 30000 }, { a: touch("go-a"), b: touch("go-b") });
+  assert.ok(!p.running && p.exitCode === 0, JSON.stringify(p));
+  assert.equal(st.stdout + p.stdout, "a\nb\nend\n");
+}, { needsExec: true });
+
 await check("cancel execute_js with AbortSignal", async () => {
   const ac = new AbortController();
   const pending = client.callTool({ name: "execute_js", arguments: { code: "while (true) {}", timeoutMs: 10000 } }, undefined, { signal: ac.signal });
