@@ -125,7 +125,7 @@ func (e *env) errorCode(err error) int {
 // fail reports an error of a call, in the command line's words (see words), and
 // returns its exit status.
 func (e *env) fail(cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "autobox %s: %s\n", cmd, escapeText(wordsOf(cmd).say(err.Error())))
+	fmt.Fprintf(e.stderr, "autobox %s: %s\n", cmd, escapeText(wordsOf(cmd).say(workspaceSteps(err.Error()))))
 	return e.errorCode(err)
 }
 

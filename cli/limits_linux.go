@@ -18,6 +18,10 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 	case iso.UserNamespace && iso.NprocPerUserNS:
 		r.add("process limit", statusOK, "kernel: RLIMIT_NPROC, which counts the tasks of the call's own user namespace (forks past maxProcesses fail with EAGAIN)",
 			"a call held at its limit runs on until its timeout (the refused forks are not counted without a pids cgroup)")
+	case iso.Mode == jail.ModeLandlock && os.Getuid() != 0:
+		uid, n := userProcesses()
+		r.add("process limit", statusOK, fmt.Sprintf("kernel, as a backstop: RLIMIT_NPROC, set for each call to the tasks of uid %d then (it has %d processes now) plus maxProcesses plus 64 (forks past it fail with EAGAIN); the watchdog kills a tree past maxProcesses", uid, n),
+			"RLIMIT_NPROC counts every process of the user: a call's forks are refused below maxProcesses when the user's other processes grow by more than 64 while it runs; where /proc shows fewer of them than the kernel counts (hidepid, a container sharing the host's users) a call runs on the watchdog alone")
 	default:
 		r.add("process limit", statusInfo, "watchdog only (a pids cgroup per command needs root on cgroup v1); "+nprocNote(),
 			"a fork bomb can pass maxProcesses for up to one poll (10 ms) before the call is killed; nothing refuses a fork with EAGAIN")
@@ -46,11 +50,16 @@ func limitChecks(r *DoctorReport, iso jail.Isolation) {
 // nprocNote says why RLIMIT_NPROC is not the process limit here: it counts every
 // process of a user, not a call's, and does not bind root at all.
 func nprocNote() string {
-	uid := os.Getuid()
-	if uid == 0 {
+	if os.Getuid() == 0 {
 		return "RLIMIT_NPROC is not used: it does not bind root"
 	}
-	n := 0
+	uid, n := userProcesses()
+	return fmt.Sprintf("RLIMIT_NPROC is not used: it counts every process of uid %d (%d now), not a call's", uid, n)
+}
+
+// userProcesses counts the processes of this process's uid.
+func userProcesses() (uid, n int) {
+	uid = os.Getuid()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		if fi, err := os.Stat(d); err == nil {
@@ -59,5 +68,5 @@ func nprocNote() string {
 			}
 		}
 	}
-	return fmt.Sprintf("RLIMIT_NPROC is not used: it counts every process of uid %d (%d now), not a call's", uid, n)
+	return uid, n
 }

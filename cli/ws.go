@@ -271,6 +271,8 @@ func printList(w io.Writer, sums []store.Summary, now time.Time) error {
 	for _, s := range sums {
 		unsynced := "no"
 		switch {
+		case s.Discarding:
+			unsynced = "being discarded (an earlier discard stopped part-way): autobox ws discard " + s.ID + " finishes it"
 		case s.Error != "":
 			unsynced = "unknown: " + escapeText(s.Error)
 		case s.Dirty:

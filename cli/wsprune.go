@@ -38,10 +38,14 @@ func (e *env) prune(s *supervisor.Server, olderThan time.Duration, includeUnsync
 		}
 		p := pruned{ID: w.ID, Source: w.Source, Age: age(now.Sub(w.Created)), SizeBytes: w.SizeBytes}
 		switch {
+		case w.Discarding: // its discard was asked for already: finish it
 		case w.Error != "" && !includeUnsynced:
 			p.Kept = "whether it has unsynced changes is unknown (" + w.Error + "); --include-unsynced discards it"
 		case w.Dirty && !includeUnsynced:
 			p.Kept = "it has unsynced changes (autobox ws status " + w.ID + "); --include-unsynced discards it"
+		}
+		switch {
+		case p.Kept != "":
 		case dryRun:
 			p.Kept = "--dry-run"
 		default:

@@ -20,6 +20,8 @@ var (
 	// `action "sync" with paths`, without a list.
 	toolStepAny = lazyre.New(`action "(\w+)" with paths\b`)
 	statusDiff  = lazyre.New(`status \(diff: true\)`)
+	// `copy_then_sync action "discard"`, an action without paths.
+	toolAction = lazyre.New(`copy_then_sync action "(\w+)"`)
 )
 
 // wsSay rewrites the steps a workspace text names in the tool's parameters into
@@ -37,8 +39,25 @@ func wsSay(text, id string) string {
 		return "autobox ws " + sub[1] + " " + id + " " + strings.Join(paths, " ")
 	})
 	text = toolStepAny().ReplaceAllString(text, "autobox ws $1 "+id+" PATH...")
+	text = toolAction().ReplaceAllString(text, "autobox ws $1 "+id)
 	return statusDiff().ReplaceAllString(text, "autobox ws status --diff "+id)
 }
+
+// workspaceSteps is wsSay for a text about one workspace, named in it
+// ("workspace ID is being discarded: ... copy_then_sync action "discard""), as
+// a call that mounts it (exec, js) reports.
+func workspaceSteps(text string) string {
+	if !toolAction().MatchString(text) {
+		return text
+	}
+	if m := workspaceNamed().FindStringSubmatch(text); m != nil {
+		return wsSay(text, m[1])
+	}
+	return text
+}
+
+// workspaceNamed finds "workspace ID" in a text, ID a workspace id.
+var workspaceNamed = lazyre.New(`\bworkspace ([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
 
 func printPending(w io.Writer, pending []store.Change) {
 	if len(pending) == 0 {

@@ -72,8 +72,11 @@
 //     where this process may make cgroups (v1), a pids cgroup (pids.max is
 //     Limits.Processes) and a cpu cgroup of the command's own, joined by the
 //     command thread alone, so the launcher's threads stay out; fallocate
-//     fails with EOPNOTSUPP. The exit report carries what the kernel
-//     accounted of the reaped tree (policy.Usage).
+//     fails with EOPNOTSUPP. Without such a cgroup, RLIMIT_NPROC: in a
+//     user namespace the call's own count (userns_linux.go), on the host the
+//     user's count plus Processes and a margin (nprochost_linux.go). The exit
+//     report carries what the kernel accounted of the reaped tree
+//     (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
 //     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
 //     a /proc of its own pid namespace. Where that root is missing, unix

@@ -322,6 +322,9 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err := applyNproc(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
+	if err := applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
@@ -370,8 +373,9 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 				return false, nil, err
 			}
 			if err := root.addPolicy(pr.base); err != nil {
+				policyErr := errors.Is(err, ErrPolicy)
 				err = root.abandon(err)
-				if !errors.Is(err, errRootSetup) {
+				if !errors.Is(err, errRootSetup) || policyErr {
 					return false, nil, err
 				}
 				return false, nil, readOnlyMounts(sb)
@@ -394,8 +398,11 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 	if err := root.addPolicy(sb); err != nil {
 		// A path of the call's that cannot be bound (a filesystem that
 		// refuses): the host's mounts made read-only instead, as where no
-		// root can be built; the started frame says so.
-		if err = root.abandon(err); !errors.Is(err, errRootSetup) {
+		// root can be built; the started frame says so. A path that goes
+		// through a link swapped in since its check fails the call: the
+		// fallback is no way around the check.
+		policyErr := errors.Is(err, ErrPolicy)
+		if err = root.abandon(err); !errors.Is(err, errRootSetup) || policyErr {
 			return false, nil, err
 		}
 		return false, nil, readOnlyMounts(sb)

@@ -38,19 +38,45 @@ func readOnlyMounts(p *policy.Sandbox) error {
 		}
 		return fmt.Errorf("making every mount read-only: %w", err)
 	}
-	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
 	for _, path := range p.ReadWrite {
-		// A bind mount copies the flags of the mount it comes from: bind, then
-		// clear read-only on the new mount (and any below it).
-		if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return fmt.Errorf("binding %s: %w", path, err)
+		if err := bindWritable(path, p.NoFollow); err != nil {
+			return err
 		}
-		if err := unix.MountSetattr(-1, path, unix.AT_RECURSIVE, rw); err != nil {
-			return fmt.Errorf("making %s writable: %w", path, err)
-		}
+	}
+	return nil
+}
+
+// bindWritable binds path onto itself, writable (a bind mount copies the flags
+// of the mount it comes from: the copy is made writable, with any below it,
+// before it is attached). Both ends are the one directory opened once: with
+// noFollow without following any link, so that a link swapped in since the
+// path was checked fails the call instead of making its target writable.
+func bindWritable(path string, noFollow bool) error {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
+	if noFollow {
+		how.Resolve = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case errors.Is(err, unix.ELOOP) && noFollow:
+		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, path)
+	case err != nil:
+		return fmt.Errorf("opening %s to bind it: %w", path, err)
+	}
+	defer unix.Close(fd)
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("binding %s: open_tree: %w", path, err)
+	}
+	defer unix.Close(tree)
+	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, rw); err != nil {
+		return fmt.Errorf("making %s writable: %w", path, err)
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("binding %s: move_mount: %w", path, err)
 	}
 	return nil
 }

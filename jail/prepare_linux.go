@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"golang.org/x/sys/unix"
+	"os"
 	"slices"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -47,6 +48,8 @@ func prepare(base *policy.Sandbox) *prepared {
 	if inUserNS {
 		warmThreads()
 		nprocPerUserNS() // known before the call (applyNproc)
+	} else if wantHostNproc() && os.Getuid() != 0 {
+		warmThreads() // before the call's limit (applyHostNproc)
 	}
 	if wantPrivateRoot() {
 		// In a user namespace the launcher cannot go back to the host's

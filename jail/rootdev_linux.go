@@ -147,7 +147,7 @@ func RootEnv(env []string, tmp string) []string {
 
 // privateRootRules is sb with the Landlock rules a private root adds: the
 // files placed for the call (placed: its name service), /tmp (a bind of the
-// scratch dir's tmpDirName: a mount's root, below which Landlock sees no rule
+// scratch dir's TmpDirName: a mount's root, below which Landlock sees no rule
 // of the scratch dir's), /dev/shm and /dev/pts, and a session's terminal at
 // terminalPath rather than its host path.
 func privateRootRules(sb *policy.Sandbox, placed []string) *policy.Sandbox {
@@ -155,7 +155,7 @@ func privateRootRules(sb *policy.Sandbox, placed []string) *policy.Sandbox {
 	own.ReadOnly = append(append(append([]string(nil), sb.ReadOnly...), placed...), devRules.readOnly...)
 	own.ReadWrite = append(append([]string(nil), sb.ReadWrite...), devRules.readWrite...)
 	if sb.Tmp != "" {
-		own.ReadWrite = append(own.ReadWrite, path.Join(sb.Tmp, tmpDirName))
+		own.ReadWrite = append(own.ReadWrite, path.Join(sb.Tmp, TmpDirName))
 	}
 	own.Devices = append([]string(nil), devRules.devices...)
 	for _, d := range sb.Devices {

@@ -329,7 +329,7 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 }
 
 // bindTmp binds a directory of the call's scratch dir (free of symlinks),
-// tmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
+// TmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
 // tools that write to /tmp then write into the call's own directory, which
 // goes with the call. It comes before the paths inside /tmp (the scratch
 // dir's own name among them), whose mount points are then made in it: a
@@ -346,16 +346,12 @@ func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
 			}
 		}
 	}
-	dir := path.Join(p.Tmp, tmpDirName)
+	dir := path.Join(p.Tmp, TmpDirName)
 	if err := unix.Mkdirat(r.oldRoot, dir[1:], 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("making the call's /tmp: %w", err)
 	}
 	return r.bindAt(dir, "/tmp", bindRW)
 }
-
-// tmpDirName is the directory of the scratch dir that a private root shows
-// at /tmp.
-const tmpDirName = ".tmp"
 
 // bindAt binds the host's src (free of symlinks) at dst in the private root.
 func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
@@ -367,6 +363,9 @@ func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
 	})
 	if errors.Is(err, unix.ENOENT) {
 		return nil
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, p)
 	}
 	if err != nil {
 		return fmt.Errorf("opening %s to bind it: %w", p, err)

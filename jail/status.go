@@ -173,6 +173,10 @@ type Isolation struct {
 	CPUCgroups bool
 }
 
+// TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
+// root shows at /tmp.
+const TmpDirName = ".tmp"
+
 // Mode names, as results and doctor give them (see Isolation.Mode): a root
 // server's namespaces, an ordinary user's made in user namespaces, or none.
 const (

@@ -49,11 +49,18 @@ type Tree struct {
 	// nproc: RLIMIT_NPROC holds the command to its process limit (see
 	// applyNproc), set before the spec is sent.
 	nproc bool
-	// nprocLimit is the RLIMIT_NPROC the launcher reported it set.
+	// nprocLimit is the RLIMIT_NPROC the launcher reported it set (in a user
+	// namespace, or on the host's count: nprochost_linux.go).
 	nprocLimit atomic.Int64
+	// processes is the spec's Limits.Processes (0: none), set before it is sent.
+	processes int
 	// ipc is the memory of the System V objects of the launcher's IPC
 	// namespace, as it last reported (ipcwatch_linux.go).
 	ipc atomic.Int64
+	// shmemBase is what the memory cgroup counted of tmpfs when the command
+	// started (the private root's own files, placed by the launcher), plus
+	// one; 0 before the start. See Shmem.
+	shmemBase atomic.Int64
 
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
@@ -201,6 +208,9 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
 	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe && nprocPerUserNS()
+	if spec.Limits != nil {
+		t.processes = spec.Limits.Processes
+	}
 	// Fd puts the files into blocking mode; the command shares that mode.
 	fds := make([]int, len(files))
 	for i, f := range files {
@@ -313,6 +323,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	if uid, _, drop := CommandCredential(); drop {
 		env = append(env[:len(env):len(env)], dropUIDEnv+"="+strconv.Itoa(uid))
 	}
+	if h := hostTasksArg(); h != "" && mode == nsNone {
+		env = append(env[:len(env):len(env)], h) // nprochost_linux.go
+	}
 	if t.pidns {
 		// A pid namespace, and an IPC namespace, so that System V segments
 		// and POSIX message queues die with the call.
@@ -405,6 +418,8 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
+			t.shmemBase.Store(t.cgroup.shmem() + 1)
+			t.noteHostTasks(m.Nproc)
 		case msgIPC:
 			t.ipc.Store(m.IPC)
 		case msgSpawnError:

@@ -20,7 +20,7 @@ type endFigures struct {
 }
 
 func (t *Tree) endFigures() endFigures {
-	e := endFigures{shmem: t.cgroup.shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
+	e := endFigures{shmem: t.Shmem(), peakTasks: t.cmdcg.peakTasks(), refused: t.cmdcg.forksRefused()}
 	e.cpu, e.hasCPU = t.cmdcg.cpuTime()
 	return e
 }
@@ -29,7 +29,7 @@ func (t *Tree) endFigures() endFigures {
 // limit so far (0 where the command has no pids cgroup). Safe to call at any
 // time; after Wait, the count at the end.
 func (t *Tree) ForksRefused() int {
-	if t.nproc {
+	if t.nproc || t.nprocLimit.Load() > 0 {
 		return -1 // RLIMIT_NPROC refuses them, uncounted
 	}
 	select {
@@ -44,10 +44,18 @@ func (t *Tree) ForksRefused() int {
 // Limits.Processes (a pids cgroup of its own); else only the watchdog does.
 func (t *Tree) KernelProcessLimit() bool { return t.cmdcg != nil && t.cmdcg.pidsMax != nil || t.nproc }
 
-// Shmem is the bytes of tmpfs files and shared memory the tree holds now, as its
-// memory cgroup counts them (0 without one): writes to tmpfs, which the kernel's
-// per-process write accounting misses. Safe to call at any time.
-func (t *Tree) Shmem() int64 { return t.cgroup.shmem() }
+// Shmem is the bytes of tmpfs files and shared memory the tree's command came to
+// hold since it started, as its memory cgroup counts them (0 without one, and
+// before the start): writes to tmpfs, which the kernel's per-process write
+// accounting misses. What the launcher placed in the private root before (its
+// passwd, hosts, the /dev links) is not the command's. Safe to call at any time.
+func (t *Tree) Shmem() int64 {
+	base := t.shmemBase.Load()
+	if base == 0 {
+		return 0
+	}
+	return max(0, t.cgroup.shmem()-(base-1))
+}
 
 // IPC is the memory the System V objects of the tree's IPC namespace hold, as
 // its launcher last reported it (ipcwatch_linux.go), where no memory cgroup

@@ -396,6 +396,9 @@ func (t *Tree) ProcessCeiling() int {
 	if n == 0 {
 		return 0
 	}
+	if !t.userns {
+		return t.hostCeiling() // nprochost_linux.go
+	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(t.pid) + "/status")
 	if err != nil {
 		return 0

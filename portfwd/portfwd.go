@@ -49,8 +49,9 @@ const Preamble = "AUTOBOX-PORTS "
 // Bounds.
 const (
 	// maxConns bounds the sockets of relayed connections open at once, per
-	// endpoint (a relayed connection holds two: 128 connections).
-	maxConns = 256
+	// endpoint (a relayed connection holds two: maxRelayed connections).
+	maxConns   = 256
+	maxRelayed = maxConns / 2
 	// readyWait bounds how long a dial waits for the session's launcher to
 	// connect (it does so as its command starts).
 	readyWait = 5 * time.Second
@@ -152,7 +153,7 @@ func (s *Server) Register() (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{s: s, token: hex.EncodeToString(b[:]), ready: make(chan struct{}), gone: make(chan struct{}),
-		routes: map[uint16]Route{}, pending: map[string]chan dialReply{}, conns: map[net.Conn]bool{}}
+		routes: map[uint16]Route{}, pending: map[string]chan dialReply{}, conns: map[net.Conn]bool{}, relaying: make(chan struct{}, maxRelayed)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -185,6 +186,7 @@ type Endpoint struct {
 	pending   map[string]chan dialReply
 	listeners []net.Listener
 	conns     map[net.Conn]bool
+	relaying  chan struct{} // a token per connection accepted and relayed (acceptOn)
 	notes     []string
 	useHold   func() (release func()) // see SetHold
 	closed    bool

@@ -13,9 +13,11 @@ import (
 // cleanup removes what crashed operations left behind: half-built workspaces (marked by
 // <id>.creating), the temporary files of a killed atomic write of a record or marker
 // (.<id>.json.tmp-*, .<id>.creating.tmp-*), baseline staging (<storage>/<id>/stage-*) and host staging
-// (<source>/.autobox-sync-*). It runs at the start of every operation, under the lock,
-// so no live operation can own them. Failures are ignored: status never reports
-// leftovers, and the next operation tries again.
+// (<source>/.autobox-sync-*), and it finishes the journals of killed resolves and
+// merges (<storage>/<id>/journal-*, journal.go). It runs at the start of every
+// operation, under the lock, so no live operation can own them, and before
+// anything reads a tree. Failures are ignored: status never reports leftovers, and
+// the next operation tries again.
 func (s *Store) cleanup() {
 	ents, _ := os.ReadDir(s.stateDir)
 	for _, e := range ents {
@@ -30,7 +32,7 @@ func (s *Store) cleanup() {
 		}
 		pending := s.pendingPath(id)
 		// A record means the create finished and only the marker's removal was lost.
-		if _, err := os.Stat(s.recordPath(id)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.recordPath(id)); errors.Is(err, os.ErrNotExist) && !s.isDiscarding(id) {
 			if storage, err := os.ReadFile(pending); err == nil && filepath.IsAbs(string(storage)) {
 				if removeBelow(string(storage), id) != nil {
 					continue // keep the marker so the next operation retries
@@ -41,6 +43,7 @@ func (s *Store) cleanup() {
 	}
 	recs, _ := s.loadRecords()
 	for _, r := range recs {
+		recoverJournals(r)
 		removeMatching(r.dir(), baseStaging())
 		if src, err := openRoot(r.Source); err == nil {
 			names, _ := readNames(src.fd)

@@ -154,3 +154,46 @@ func TestInterruptedCreateCleaned(t *testing.T) {
 		t.Error("finished workspace damaged, or its stale marker kept")
 	}
 }
+
+// A create killed (SIGKILL) before each of its steps leaves no workspace and
+// nothing of it in the storage or state directory once the next operation
+// ran, or (killed after its record was written) a whole workspace.
+func TestCreateKilledAtEachStep(t *testing.T) {
+	setup := func(e *env) {
+		for i := range 3 {
+			writeFile(t, e.src, fmt.Sprintf("d%d/f.txt", i), "f")
+		}
+		os.Symlink("d0/f.txt", filepath.Join(e.src, "link"))
+	}
+	ref := newEnv(t)
+	setup(ref)
+	steps := opSteps(t, func() error { ref.create(); return nil })
+	t.Logf("%d steps: %s", len(steps), strings.Join(steps, ", "))
+	for k := 1; k <= len(steps); k++ {
+		when := fmt.Sprintf("killed at step %d (%s)", k, steps[k-1])
+		e := newEnv(t)
+		setup(e)
+		killedAt(t, e, k, "OP=create", "HOST_PATH="+e.src, "STORAGE_PATH="+e.storage, "COPY_MODE="+e.mode)
+		list, err := e.s.List(context.Background())
+		if err != nil {
+			t.Fatalf("%s: list: %v", when, err)
+		}
+		left, _ := filepath.Glob(filepath.Join(e.storage, "*"))
+		state, _ := filepath.Glob(filepath.Join(e.state, "*-*"))
+		if steps[k-1] != "create unmark" {
+			if len(list) != 0 || len(left) != 0 || len(state) != 0 {
+				t.Fatalf("%s: list %+v, storage %v, state %v; want nothing", when, list, left, state)
+			}
+			continue
+		}
+		if len(list) != 1 || list[0].Dirty || list[0].Error != "" {
+			t.Fatalf("%s: want one whole workspace: %+v", when, list)
+		}
+		if st := e.status(list[0].ID); len(st.Changes)+len(st.Conflicts) != 0 {
+			t.Fatalf("%s: a whole workspace's status: %+v", when, st)
+		}
+		if exists(filepath.Join(e.state, list[0].ID+".creating")) {
+			t.Fatalf("%s: its creation marker was left", when)
+		}
+	}
+}

@@ -52,8 +52,11 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*CreateResult, e
 		return nil, err
 	}
 	rec.ID = uuid.NewString()
+	if err := step("create mark"); err != nil {
+		return nil, fmt.Errorf("%w; nothing was created", s.inState("create: marking creation in progress", err))
+	}
 	if err := writeFileAtomic(s.pendingPath(rec.ID), []byte(rec.Storage)); err != nil {
-		return nil, fmt.Errorf("create: marking creation in progress: %w", err)
+		return nil, fmt.Errorf("%w; nothing was created", s.inState("create: marking creation in progress", err))
 	}
 	// Again now that the marker is written: a call that registers a read-write
 	// mount from now on sees the marker (held.go).
@@ -63,13 +66,23 @@ func (s *Store) Create(ctx context.Context, req CreateRequest) (*CreateResult, e
 	}
 	res, err := s.build(ctx, rec, ex)
 	if err == nil {
-		err = s.saveRecord(rec)
-	}
-	if err != nil {
-		if rerr := removeBelow(rec.Storage, rec.ID); rerr != nil {
-			err = fmt.Errorf("%w (and removing the half-built workspace failed: %v)", err, rerr)
+		if err = step("create record"); err == nil {
+			err = s.saveRecord(rec)
+		}
+		if err != nil {
+			err = s.inState("create: writing the workspace record", err)
 		}
 	}
+	if err != nil {
+		rerr := removeBelow(rec.Storage, rec.ID)
+		switch {
+		case rerr != nil:
+			err = fmt.Errorf("%w (and removing the half-built workspace failed: %v; the next operation removes it)", err, rerr)
+		case noSpace(err):
+			err = fmt.Errorf("%w; nothing was created (the partial copy was removed)", err)
+		}
+	}
+	step("create unmark")
 	os.Remove(s.pendingPath(rec.ID))
 	if err != nil {
 		return nil, err
@@ -129,7 +142,10 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 		return nil, nil, err
 	}
 	if err := os.Mkdir(storage, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, nil, fmt.Errorf("creating storagePath: %w", err)
+		if se := spaceInPath(filepath.Dir(storage), roleStorage, err); se != nil {
+			err = se
+		}
+		return nil, nil, fmt.Errorf("creating storagePath %s: %w; nothing was created", storage, err)
 	}
 	if fi, err := os.Lstat(storage); err != nil || !fi.IsDir() {
 		return nil, nil, invalidf("storagePath %s is not a directory", storage)
@@ -189,8 +205,12 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 		return nil, fmt.Errorf("create: opening storage: %w", err)
 	}
 	defer storage.Close()
+	storage.role = roleStorage
+	if err := step("create mkdir"); err != nil {
+		return nil, fmt.Errorf("create: making %s: %w", rec.dir(), orSpace(storage, err))
+	}
 	if err := unix.Mkdirat(storage.fd, rec.ID, s.idDirMode()); err != nil {
-		return nil, fmt.Errorf("create: %w", storage.errorf("mkdir", rec.ID, err))
+		return nil, fmt.Errorf("create: making %s: %w", rec.dir(), orSpace(storage, err))
 	}
 	dirs := [4]int{-1, -1, -1, -1} // source, baseline, work, <storage>/<id>
 	defer func() {
@@ -208,7 +228,7 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	}
 	for i, name := range []string{rec.ID + "/baseline", rec.ID + "/work"} {
 		if err := unix.Mkdirat(storage.fd, name, 0o700); err != nil {
-			return nil, fmt.Errorf("create: %w", storage.errorf("mkdir", name, err))
+			return nil, fmt.Errorf("create: making %s: %w", filepath.Join(rec.Storage, name), orSpace(storage, err))
 		}
 		if dirs[i+1], err = storage.openDir(name); err != nil {
 			return nil, fmt.Errorf("create: %w", err)
@@ -217,7 +237,7 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &copier{ctx: ctx, cancel: cancel, ex: ex, allowCopy: rec.CopyMode == CopyModeAuto,
-		slots: make(chan struct{}, createWorkers-1), base: tree{}, source: rec.Source, storage: &root{fd: dirs[3], path: rec.dir()}}
+		slots: make(chan struct{}, createWorkers-1), base: tree{}, source: rec.Source, storage: &root{fd: dirs[3], path: rec.dir(), role: roleStorage}}
 	c.fail(c.copyDir(dirs[0], dirs[1], dirs[2], ""))
 	if c.err != nil {
 		return nil, c.err
@@ -226,11 +246,14 @@ func (s *Store) build(ctx context.Context, rec *record, ex excludes) (*CreateRes
 		return nil, fmt.Errorf("create: %w", err)
 	}
 	// Without a manifest every status would scan the baseline until one is written.
-	if err := writeManifest(&root{fd: dirs[3], path: rec.dir()}, &root{fd: dirs[1], path: rec.baseline()}, c.base); err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+	if err = step("create manifest"); err == nil {
+		err = writeManifest(c.storage, &root{fd: dirs[1], path: rec.baseline()}, c.base)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create: writing the baseline manifest: %w", orSpace(c.storage, err))
 	}
 	if err := syncFS(dirs[1]); err != nil {
-		return nil, fmt.Errorf("create: flushing storage: %w", err)
+		return nil, fmt.Errorf("create: flushing storage: %w", orSpace(c.storage, err))
 	}
 	cloned, copied := int(c.cloned.Load()), int(c.copied.Load())
 	return &CreateResult{
@@ -355,7 +378,7 @@ func (c *copier) copyDir(src, base, work int, rel string) error {
 		case unix.S_IFREG:
 			*slot, err = c.copyFile(src, base, work, n, p, &st)
 		case unix.S_IFLNK:
-			*slot, err = copyLink(src, base, work, n, p)
+			*slot, err = c.copyLink(src, base, work, n, p)
 		default:
 			err = invalidf("hostPath contains a %s at %q; only regular files, directories and symlinks are supported (exclude it or remove it)", typeName(typ), p)
 		}
@@ -400,7 +423,7 @@ func (c *copier) copySubdir(src, base, work int, n, p string, e *entry) error {
 	for i, dir := range []int{base, work} {
 		// Writable until filled; the final mode may forbid adding entries.
 		if err := unix.Mkdirat(dir, n, 0o700); err != nil {
-			return fmt.Errorf("create: mkdir %q: %w", p, err)
+			return c.storageError("mkdir", p, err)
 		}
 		if fds[i+1], err = unix.Openat(dir, n, openDirFlags, 0); err != nil {
 			return fmt.Errorf("create: open %q: %w", p, err)
@@ -412,10 +435,10 @@ func (c *copier) copySubdir(src, base, work int, n, p string, e *entry) error {
 	perm := uint32(st.Mode) & 0o777
 	for i, dir := range []int{base, work} {
 		if err := unix.Fchmod(fds[i+1], perm); err != nil {
-			return fmt.Errorf("create: chmod %q: %w", p, err)
+			return c.storageError("chmod", p, err)
 		}
 		if err := setTimes(dir, n, st.Mtim.Nano()); err != nil {
-			return fmt.Errorf("create: %q: %w", p, err)
+			return c.storageError("utimes", p, err)
 		}
 	}
 	var done unix.Stat_t
@@ -431,6 +454,9 @@ func (c *copier) copySubdir(src, base, work int, n, p string, e *entry) error {
 func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (entry, error) {
 	if testHookCreateFile != nil {
 		testHookCreateFile(p)
+	}
+	if err := step("create copy " + p); err != nil {
+		return entry{}, c.copyError(p, err)
 	}
 	// O_NONBLOCK: a FIFO swapped in after readdir must not block the open.
 	fd, err := unix.Openat(src, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -472,7 +498,6 @@ func (c *copier) copyFile(src, base, work int, n, p string, st *unix.Stat_t) (en
 	return entryOf(&placedSt), nil
 }
 
-// copyLink copies a symlink as a link; its target is never followed.
 // copyError describes a failure copying source file p into the workspace; out of
 // space, it names the source file and the workspace storage's filesystem.
 func (c *copier) copyError(p string, err error) error {
@@ -482,7 +507,14 @@ func (c *copier) copyError(p string, err error) error {
 	return fmt.Errorf("create: %q: %w", p, err)
 }
 
-func copyLink(src, base, work int, n, p string) (entry, error) {
+// storageError describes a failure of op (mkdir, symlink...) copying source
+// path p into the workspace; out of space, it names the storage's filesystem.
+func (c *copier) storageError(op, p string, err error) error {
+	return fmt.Errorf("create: copying %s into the workspace storage (%s): %w", filepath.Join(c.source, p), op, orSpace(c.storage, err))
+}
+
+// copyLink copies a symlink as a link; its target is never followed.
+func (c *copier) copyLink(src, base, work int, n, p string) (entry, error) {
 	target, err := readlinkAt(src, n)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
 		return entry{}, sourceChanged(p)
@@ -491,7 +523,7 @@ func copyLink(src, base, work int, n, p string) (entry, error) {
 	}
 	for _, dir := range []int{base, work} {
 		if err := unix.Symlinkat(target, dir, n); err != nil {
-			return entry{}, fmt.Errorf("create: symlink %q: %w", p, err)
+			return entry{}, c.storageError("symlink", p, err)
 		}
 	}
 	var st unix.Stat_t

@@ -369,7 +369,7 @@ func TestSyncOutOfSpace(t *testing.T) {
 		res := e.sync(tr.id)
 		isNew := tr.states(when)
 		tr.checkResult(when, res, isNew)
-		if !res.OK && (!strings.Contains(res.Error, "no space left") || !strings.Contains(res.Error, "the filesystem mounted at "+mnt+" is full") ||
+		if !res.OK && (!strings.Contains(res.Error, "no space left") || !strings.Contains(res.Error, "the filesystem mounted at "+mnt+", which holds the host source, is full") ||
 			!strings.Contains(res.Error, e.src+"/") || strings.Contains(res.Error, "copying into")) {
 			t.Fatalf("%s: want an out-of-space error naming the path in %s and the filesystem at %s: %s", when, e.src, mnt, res.Error)
 		}
@@ -409,8 +409,8 @@ func TestCreateOutOfSpace(t *testing.T) {
 	e.storage = filepath.Join(mnt, "storage")
 	writeFile(t, e.src, "big.bin", strings.Repeat("b", 2<<20))
 	_, err = e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/project", StoragePath: e.storage, CopyMode: CopyModeAuto})
-	want := "create: copying " + filepath.Join(e.src, "big.bin") + " into the workspace storage: no space left on device: the filesystem mounted at " + mnt + " is full"
-	if err == nil || !strings.Contains(err.Error(), want) {
+	want := "create: copying " + filepath.Join(e.src, "big.bin") + " into the workspace storage: no space left on device: the filesystem mounted at " + mnt + ", which holds the workspace storage, is full"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "; nothing was created (the partial copy was removed)") {
 		t.Fatalf("create on a full disk: %v\nwant it to contain %q", err, want)
 	}
 	// Positive control: with room, the same create succeeds.

@@ -25,6 +25,7 @@ const openDirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O
 type root struct {
 	fd   int
 	path string // for messages only; never used to reach files
+	role string // which of autobox's places it is (space.go), for messages
 }
 
 func openRoot(p string) (*root, error) {

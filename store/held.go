@@ -56,7 +56,12 @@ type holds struct {
 // HoldWritable registers paths (canonical host directories a call mounts
 // read-write) as held until release is called, and refuses them if one
 // overlaps the state dir, a workspace's storage or a create in progress.
-func (s *Store) HoldWritable(paths []string) (release func(), err error) {
+//
+// A call's release updates the registration file in the background, after the
+// call has answered (another process may refuse a create there for that
+// moment); a session's (session true) before it returns, so that once
+// exec_session close has answered, no process sees the session's mounts.
+func (s *Store) HoldWritable(paths []string, session bool) (release func(), err error) {
 	if len(paths) == 0 {
 		return func() {}, nil
 	}
@@ -79,12 +84,16 @@ func (s *Store) HoldWritable(paths []string) (release func(), err error) {
 		}
 		h.gen++
 		h.mu.Unlock()
+		if session {
+			s.publishHeld() // a failure leaves the paths listed, which only refuses a create there
+			return
+		}
 		// Late is safe: a path still listed only refuses a create there.
 		go s.publishHeld()
 	}
 	if err := s.publishHeld(); err != nil {
 		release()
-		return nil, fmt.Errorf("registering read-write mounts in %s: %w", s.heldDir(), err)
+		return nil, fmt.Errorf("%w; the call was not run", s.inState("registering the call's read-write mounts", err))
 	}
 	managed := append(s.ManagedPaths(), s.pendingStorages()...)
 	for _, p := range paths {
@@ -193,15 +202,22 @@ func (s *Store) writeHeld(hf heldFile) error {
 }
 
 // heldWritable lists the read-write mounts that live calls of every process
-// hold, each with who holds it.
+// hold, each with who holds it. This process's own are taken from memory, not
+// from its registration file, which a release updates after the call has
+// answered (see HoldWritable): a call or session that has ended holds nothing.
 func (s *Store) heldWritable() (map[string]string, error) {
-	files, err := s.readHeld(true)
+	files, err := s.readHeld(false)
 	out := map[string]string{}
 	for pid, hf := range files {
 		for _, p := range hf.RW {
 			out[p] = "process " + pid
 		}
 	}
+	s.held.mu.Lock()
+	for p := range s.held.count {
+		out[p] = fmt.Sprintf("process %d, this one", os.Getpid())
+	}
+	s.held.mu.Unlock()
 	return out, err
 }
 

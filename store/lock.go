@@ -50,7 +50,7 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 	fd, err := unix.Open(s.lockPath, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		release()
-		return nil, fmt.Errorf("workspace lock: opening %s: %w", s.lockPath, err)
+		return nil, s.inState("workspace lock: opening operation.lock", err)
 	}
 	// A child this process is forking holds a copy of a descriptor until its exec
 	// closes it (close-on-exec), and with it, for a moment, the flock of an operation

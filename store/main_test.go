@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,6 +116,21 @@ func runChild(role string) int {
 			return nil
 		})
 		return syncAndPrint(s)
+	case "op-kill": // OP (merge, resolve, discard, create) killing ourselves at step KILL_AT
+		killAt, _ := strconv.Atoi(os.Getenv("KILL_AT"))
+		countSteps(func(n int, _ string) error {
+			if n == killAt {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+			return nil
+		})
+		res, err := runOp(s, os.Getenv("OP"))
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		json.NewEncoder(os.Stdout).Encode(res)
+		return 0
 	case "sync": // sync, announcing on stdout when a few files are in, so the parent can kill us mid-way
 		n := 0
 		testHookApplied = func(string) {
@@ -125,6 +142,24 @@ func runChild(role string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown child role", role)
 	return 2
+}
+
+// runOp runs op on WORKSPACE_ID with PATHS (comma-separated), or creates a
+// workspace of HOST_PATH in STORAGE_PATH.
+func runOp(s *Store, op string) (any, error) {
+	ctx, id := context.Background(), os.Getenv("WORKSPACE_ID")
+	paths := strings.Split(os.Getenv("PATHS"), ",")
+	switch op {
+	case "merge":
+		return s.Merge(ctx, id, paths)
+	case "resolve":
+		return s.Resolve(ctx, id, paths)
+	case "discard":
+		return s.Discard(ctx, id)
+	case "create":
+		return s.Create(ctx, CreateRequest{HostPath: os.Getenv("HOST_PATH"), SandboxPath: "/mnt/project", StoragePath: os.Getenv("STORAGE_PATH"), CopyMode: os.Getenv("COPY_MODE")})
+	}
+	return nil, fmt.Errorf("unknown op %q", op)
 }
 
 // syncAndPrint syncs WORKSPACE_ID and prints the result for the parent.
@@ -328,4 +363,49 @@ func changesOf(cs []Change) string {
 		parts = append(parts, string(c.Action)+" "+c.Path)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// files lists the non-directories beneath dir.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// opSteps runs op once without faults and returns its steps.
+func opSteps(t *testing.T, run func() error) []string {
+	t.Helper()
+	var steps []string
+	countSteps(func(_ int, what string) error { steps = append(steps, what); return nil })
+	defer func() { testHookStep = nil }()
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	return steps
+}
+
+// killedAt runs op in a child that kills itself at step k; it fails the test
+// if the op finished.
+func killedAt(t *testing.T, e *env, k int, env ...string) {
+	t.Helper()
+	cmd, out, _ := child(t, "op-kill", e.state, append(env, fmt.Sprint("KILL_AT=", k))...)
+	rest, _ := io.ReadAll(out)
+	cmd.Wait()
+	if len(rest) > 0 {
+		t.Fatalf("killed at step %d: the operation finished: %s", k, rest)
+	}
 }

@@ -67,11 +67,13 @@ func (s *Store) open(id string) (*opened, error) {
 		dst  **root
 		path string
 		what string
-	}{{&o.dir, rec.dir(), "storage"}, {&o.src, rec.Source, "hostPath"}, {&o.base, rec.baseline(), "baseline"}, {&o.work, rec.work(), "working tree"}} {
+		role string
+	}{{&o.dir, rec.dir(), "storage", roleStorage}, {&o.src, rec.Source, "hostPath", roleSource}, {&o.base, rec.baseline(), "baseline", roleStorage}, {&o.work, rec.work(), "working tree", roleStorage}} {
 		if *t.dst, err = openRoot(t.path); err != nil {
 			o.Close()
 			return nil, fmt.Errorf("workspace %s: opening %s: %w", id, t.what, err)
 		}
+		(*t.dst).role = t.role
 	}
 	return o, nil
 }

@@ -55,41 +55,65 @@ func (s *Store) recordPath(id string) string { return filepath.Join(s.stateDir, 
 // operation finds it and removes the half-built workspace it names.
 func (s *Store) pendingPath(id string) string { return filepath.Join(s.stateDir, id+".creating") }
 
+// loadRecord reads the record of a whole workspace; one whose discard has begun
+// is refused with ErrDiscarding (discard.go).
 func (s *Store) loadRecord(id string) (*record, error) {
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(s.recordPath(id))
+	r, err := s.readRecord(id, s.recordPath(id))
 	if errors.Is(err, os.ErrNotExist) {
+		if s.isDiscarding(id) {
+			return nil, discardingError(id)
+		}
 		return nil, notFound(id)
+	}
+	return r, err
+}
+
+// readRecord reads and checks id's record at path.
+func (s *Store) readRecord(id, path string) (*record, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading workspace record: %w", err)
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("workspace record %s is corrupt: %w", s.recordPath(id), err)
+		return nil, fmt.Errorf("workspace record %s is corrupt: %w", path, err)
 	}
 	if r.ID != id || !filepath.IsAbs(r.Source) || !filepath.IsAbs(r.Storage) || r.Version != recordVersion {
-		return nil, fmt.Errorf("workspace record %s is inconsistent (id %q, version %d)", s.recordPath(id), r.ID, r.Version)
+		return nil, fmt.Errorf("workspace record %s is inconsistent (id %q, version %d)", path, r.ID, r.Version)
 	}
 	return &r, nil
 }
 
-// loadRecords returns every readable record. Unreadable ones are skipped so one bad
-// file does not hide the rest; Lookup of that id still reports why.
+// loadRecords returns every readable record of a whole workspace. Unreadable ones
+// are skipped so one bad file does not hide the rest; Lookup of that id still
+// reports why.
 func (s *Store) loadRecords() ([]*record, error) {
+	return s.readRecords(".json", s.recordPath)
+}
+
+// loadDiscarding returns the records of the workspaces being discarded.
+func (s *Store) loadDiscarding() ([]*record, error) {
+	return s.readRecords(".discarding", s.discardingPath)
+}
+
+func (s *Store) readRecords(suffix string, pathOf func(string) string) ([]*record, error) {
 	ents, err := os.ReadDir(s.stateDir)
 	if err != nil {
 		return nil, fmt.Errorf("listing workspace records: %w", err)
 	}
 	var out []*record
 	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
+		id, ok := strings.CutSuffix(e.Name(), suffix)
 		if !ok || validateID(id) != nil {
 			continue
 		}
-		if r, err := s.loadRecord(id); err == nil {
+		if r, err := s.readRecord(id, pathOf(id)); err == nil {
 			out = append(out, r)
 		}
 	}

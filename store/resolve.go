@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -62,7 +60,11 @@ func (s *Store) Resolve(ctx context.Context, id string, paths []string) (*Resolv
 			}
 		}
 	}
-	if err := r.rebase(r.paths); err != nil {
+	entries := make([]journalEntry, len(r.paths))
+	for i, p := range r.paths {
+		entries[i] = journalEntry{Path: p, Rebase: true}
+	}
+	if err := r.record("resolve", entries, nil); err != nil {
 		return nil, err
 	}
 	return &ResolveResult{OK: true, WorkspaceID: id, Resolved: r.paths, Next: resolvedNext}, nil
@@ -97,13 +99,13 @@ func (s *Store) Merge(ctx context.Context, id string, paths []string) (*ResolveR
 	}
 	res := &ResolveResult{OK: true, WorkspaceID: id, Resolved: []string{}, Merged: []string{}}
 	var clean []string
+	entries := make([]journalEntry, len(r.paths))
+	merged := make([][]byte, len(r.paths))
 	for i, p := range r.paths {
 		out, conflicts := merge3(splitLines(in[i].base), splitLines(in[i].work), splitLines(in[i].host))
+		entries[i] = journalEntry{Path: p, Rebase: len(conflicts) == 0}
 		if string(out) != string(in[i].work) {
-			w, _ := r.pl.work.get(p)
-			if err := writeWork(r.o.work, p, w, out); err != nil {
-				return nil, err
-			}
+			merged[i] = out
 		}
 		if len(conflicts) > 0 {
 			res.Conflicted = append(res.Conflicted, MergeConflict{Path: p, Lines: conflicts})
@@ -111,7 +113,7 @@ func (s *Store) Merge(ctx context.Context, id string, paths []string) (*ResolveR
 		}
 		clean = append(clean, p)
 	}
-	if err := r.rebase(clean); err != nil {
+	if err := r.record("merge", entries, merged); err != nil {
 		return nil, err
 	}
 	res.Merged, res.Resolved = append(res.Merged, clean...), append(res.Resolved, clean...)
@@ -215,108 +217,125 @@ func (r *resolving) readText(rt *root, p string, get func(string) (entry, bool),
 	return data, ""
 }
 
-// rebase makes the host's current version (as planned) the baseline of each path,
-// with any directories above it the baseline lacks.
-func (r *resolving) rebase(paths []string) error {
-	if len(paths) == 0 {
-		return nil
+// record does a resolve or merge (action) through a journal (journal.go):
+// entries say per path whether the host's version becomes its baseline, and
+// merged[i] (nil: none, or no merged files at all) is the working tree's new
+// content of entries[i]. An error before the commit changed nothing; one after
+// it names the paths done, every other path being as it was.
+func (r *resolving) record(action string, entries []journalEntry, merged [][]byte) error {
+	st, err := newStage(r.o.dir, "journal-")
+	if err != nil {
+		return unchanged(action, inUserWords(r.o.dir, "", "creating a journal directory in %s", err))
 	}
-	a := &applier{o: r.o, pl: r.pl}
-	var err error
-	if a.baseStage, err = newStage(r.o.dir, "stage-"); err != nil {
-		return inUserWords(r.o.dir, "", "creating a staging directory in %s", err)
+	committed := false
+	defer func() {
+		unix.Close(st.fd)
+		if !committed {
+			removeAllAt(st.parent, st.name)
+		}
+	}()
+	for i := range entries {
+		e := &entries[i]
+		if i < len(merged) && merged[i] != nil {
+			w, _ := r.pl.work.get(e.Path)
+			if e.Work, err = r.stageWork(action, st, e.Path, w, merged[i]); err != nil {
+				return unchanged(action, err)
+			}
+		}
+		if e.Rebase {
+			if err := r.stageBase(action, st, e); err != nil {
+				return unchanged(action, err)
+			}
+		}
 	}
-	defer a.baseStage.remove()
+	// The baseline changes from here: its manifest no longer describes it.
 	if err := dropManifest(r.o.dir); err != nil {
-		return fmt.Errorf("invalidating the baseline manifest: %w", err)
+		return unchanged(action, fmt.Errorf("invalidating the baseline manifest: %w", err))
 	}
+	if err := commitJournal(st, &journalFile{Action: action, Entries: entries}); err != nil {
+		return unchanged(action, fmt.Errorf("writing the journal in %s: %w", r.o.dir.path, orSpace(r.o.dir, err)))
+	}
+	committed = true
+	a := &applier{o: r.o, pl: r.pl}
+	b := &baseApplier{a: a, jfd: st.fd}
 	var touched []op
-	for _, p := range paths {
-		var dirs []string
-		ancestors(p, func(d string) bool {
-			if _, ok := r.pl.base.get(d); ok {
-				return true
-			}
-			dirs = append([]string{d}, dirs...)
-			return false
-		})
-		for _, d := range dirs {
-			h, ok := r.pl.hostAt(d)
-			if !ok || !h.isDir() {
-				return hostChanged(d, "it is no longer a directory")
-			}
-			if err := a.putBaseline(d, h, nil); err != nil {
-				return err
-			}
-			r.pl.base.set(d, h)
-			touched = append(touched, op{path: d})
+	var done []string
+	for i := range entries {
+		e := &entries[i]
+		if err := r.applyOne(action, st, b, e); err != nil {
+			// The next operation finishes what can be (journal.go).
+			return fmt.Errorf("%s stopped at %s: %w. Done: %s; every other path is as it was before the %s (the next operation finishes this one where it can)",
+				action, e.Path, err, listOrNone(done), action)
 		}
-		if err := r.rebaseOne(a, p); err != nil {
-			return err
+		for _, d := range e.Dirs {
+			touched = append(touched, op{path: d.Path})
 		}
-		touched = append(touched, op{path: p})
+		if e.Rebase {
+			touched = append(touched, op{path: e.Path})
+		}
+		done = append(done, e.Path)
+	}
+	if err := step(action + " done"); err == nil {
+		removeAllAt(st.parent, st.name)
 	}
 	a.updateManifest(touched)
 	return nil
 }
 
-// rebaseOne puts the host's p, as planned, in the baseline.
-func (r *resolving) rebaseOne(a *applier, p string) error {
-	h, ok := r.pl.hostAt(p)
-	if !ok {
-		return a.inBaseline(p, func(pfd int, name string) error { return removeAllAt(pfd, name) })
-	}
-	if h.typ != unix.S_IFREG {
-		return a.putBaseline(p, h, nil)
-	}
-	f, err := r.o.src.openFile(p)
-	if err != nil {
-		return hostChanged(p, err.Error())
-	}
-	defer f.Close()
-	var st, after unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || !sameMeta(entryOf(&st), h) {
-		return hostChanged(p, "it was modified")
-	}
-	tmp := a.baseStage.next()
-	pf, err := placeFile(int(f.Fd()), &st, a.baseStage.fd, tmp, h.perm, true, &a.baseStage.memo)
-	if err == nil {
-		err = pf.finish(h.perm, h.mtime, nil)
-	}
-	if err != nil {
-		return inUserWords(r.o.base, p, "updating baseline %s", err)
-	}
-	if err := unix.Fstat(int(f.Fd()), &after); err != nil || !sameVersion(&st, &after) {
-		return hostChanged(p, "it was modified while it was read")
-	}
-	return a.putBaseline(p, h, &stagedFile{baseTmp: tmp})
+// unchanged says that action stopped before it changed anything.
+func unchanged(action string, err error) error {
+	return fmt.Errorf("%w; the %s changed nothing", err, action)
 }
 
-// writeWork replaces working-tree file p (as planned: w) with data: written to a
-// new file beside it and renamed over it, never through a link.
-func writeWork(work *root, p string, w entry, data []byte) error {
-	pfd, name, err := work.parent(p)
-	if err != nil {
-		return workChanged(p)
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
 	}
-	defer unix.Close(pfd)
-	if cur, ok, err := lstatAt(pfd, name); err != nil || !ok || !sameMeta(cur, w) {
-		return workChanged(p)
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	tmp := ".autobox-merge-" + hex.EncodeToString(b[:])
-	fd, err := createAt(pfd, tmp, w.perm)
-	if err != nil {
-		return fmt.Errorf("writing the merge of %s: %w", p, err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	// As root, the merged file keeps the owner of the one it replaces (see owner.go).
-	var st unix.Stat_t
-	if os.Geteuid() == 0 {
-		if err = unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-			err = unix.Fchown(fd, int(st.Uid), int(st.Gid))
+	js, _ := json.Marshal(l)
+	return string(js)
+}
+
+// applyOne puts e's merged file in the working tree (if it is still as the plan
+// saw it), then its baseline.
+func (r *resolving) applyOne(action string, st *stageDir, b *baseApplier, e *journalEntry) error {
+	if e.Work != "" {
+		w, _ := r.pl.work.get(e.Path)
+		pfd, name, err := r.o.work.parent(e.Path)
+		if err != nil {
+			return workChanged(e.Path)
 		}
+		defer unix.Close(pfd)
+		if cur, ok, err := lstatAt(pfd, name); err != nil || !ok || !sameMeta(cur, w) {
+			return workChanged(e.Path)
+		}
+		if err := step(action + " work " + e.Path); err != nil {
+			return inUserWords(r.o.work, e.Path, "writing the merge of %s", err)
+		}
+		if err := unix.Renameat(st.fd, e.Work, pfd, name); err != nil {
+			return inUserWords(r.o.work, e.Path, "writing the merge of %s", err)
+		}
+	}
+	if !e.Rebase {
+		return nil
+	}
+	return b.rebase(action, e)
+}
+
+// stageWork writes data, the merge of working-tree file p (as planned: w), into
+// the journal directory, with w's permissions.
+func (r *resolving) stageWork(action string, st *stageDir, p string, w entry, data []byte) (string, error) {
+	name := st.next()
+	if err := step(action + " stage " + p); err != nil {
+		return "", fmt.Errorf("writing the merge of %s into the workspace storage: %w", p, orSpace(r.o.dir, err))
+	}
+	fd, err := createAt(st.fd, name, w.perm)
+	if err != nil {
+		return "", fmt.Errorf("writing the merge of %s into the workspace storage: %w", p, orSpace(r.o.dir, err))
+	}
+	f := os.NewFile(uintptr(fd), name)
+	// As root, the merged file keeps the owner of the one it replaces (see owner.go).
+	if os.Geteuid() == 0 {
+		err = keepOwner(r.o.work, p, fd)
 	}
 	if err == nil {
 		_, err = f.Write(data)
@@ -327,12 +346,80 @@ func writeWork(work *root, p string, w entry, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err != nil {
+		return "", fmt.Errorf("writing the merge of %s into the workspace storage: %w", p, orSpace(r.o.dir, err))
+	}
+	return name, nil
+}
+
+// keepOwner gives the file open at fd the owner of working-tree file p.
+func keepOwner(work *root, p string, fd int) error {
+	pfd, name, err := work.parent(p)
+	if err != nil {
+		return workChanged(p)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return workChanged(p)
+	}
+	return unix.Fchown(fd, int(st.Uid), int(st.Gid))
+}
+
+// stageBase stages the host's current version of e.Path (as planned) for its
+// baseline, and lists the baseline directories above it to make.
+func (r *resolving) stageBase(action string, st *stageDir, e *journalEntry) error {
+	var dirs []string
+	ancestors(e.Path, func(d string) bool {
+		if _, ok := r.pl.base.get(d); ok {
+			return true
+		}
+		dirs = append([]string{d}, dirs...)
+		return false
+	})
+	for _, d := range dirs {
+		h, ok := r.pl.hostAt(d)
+		if !ok || !h.isDir() {
+			return hostChanged(d, "it is no longer a directory")
+		}
+		e.Dirs = append(e.Dirs, journalDir{Path: d, Perm: h.perm})
+	}
+	if err := step(action + " stage base " + e.Path); err != nil {
+		return fmt.Errorf("copying the host's version of %s into the workspace storage: %w", e.Path, orSpace(r.o.dir, err))
+	}
+	h, ok := r.pl.hostAt(e.Path)
+	switch {
+	case !ok:
+		e.Remove = true
+		return nil
+	case h.typ == unix.S_IFLNK:
+		e.Base = st.next()
+		if err := unix.Symlinkat(h.link, st.fd, e.Base); err != nil {
+			return fmt.Errorf("copying the host's version of %s into the workspace storage: %w", e.Path, orSpace(r.o.dir, err))
+		}
+		return nil
+	case h.typ != unix.S_IFREG:
+		return fmt.Errorf("%s: cannot take the host's %s as the baseline", e.Path, typeName(h.typ))
+	}
+	f, err := r.o.src.openFile(e.Path)
+	if err != nil {
+		return hostChanged(e.Path, err.Error())
+	}
+	defer f.Close()
+	var before, after unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &before); err != nil || !sameMeta(entryOf(&before), h) {
+		return hostChanged(e.Path, "it was modified")
+	}
+	e.Base = st.next()
+	pf, err := placeFile(int(f.Fd()), &before, st.fd, e.Base, h.perm, true, &st.memo)
 	if err == nil {
-		err = unix.Renameat(pfd, tmp, pfd, name)
+		err = pf.finish(h.perm, h.mtime, nil)
 	}
 	if err != nil {
-		unix.Unlinkat(pfd, tmp, 0)
-		return fmt.Errorf("writing the merge of %s: %w", p, err)
+		return fmt.Errorf("copying the host's version of %s into the workspace storage: %w", e.Path, orSpace(r.o.dir, err))
+	}
+	if err := unix.Fstat(int(f.Fd()), &after); err != nil || !sameVersion(&before, &after) {
+		return hostChanged(e.Path, "it was modified while it was read")
 	}
 	return nil
 }

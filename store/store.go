@@ -126,6 +126,9 @@ type Summary struct {
 	SizeBytes   int64     `json:"sizeBytes"`       // space on disk of its baseline and working tree (see diskUsage)
 	Dirty       bool      `json:"dirty"`           // the working tree has unsynced changes
 	Error       string    `json:"error,omitempty"` // why Dirty could not be computed
+	// Discarding: an earlier discard stopped part-way (discard.go); Error says to
+	// discard it again.
+	Discarding bool `json:"discarding,omitempty"`
 }
 
 // Open returns a Store over the state directory, creating it if needed.
@@ -216,7 +219,8 @@ func (s *Store) Lookup(id string) (*Workspace, error) {
 func (s *Store) ManagedPaths() []string {
 	set := map[string]bool{s.stateDir: true, s.defaultStorage: true}
 	recs, _ := s.loadRecords() // unreadable records name no storage; nothing to add
-	for _, r := range recs {
+	going, _ := s.loadDiscarding()
+	for _, r := range append(recs, going...) {
 		set[r.Storage] = true
 	}
 	out := make([]string, 0, len(set))
@@ -228,7 +232,7 @@ func (s *Store) ManagedPaths() []string {
 }
 
 // List returns every workspace, sorted by creation time, with Dirty computed by
-// comparing its baseline and working tree.
+// comparing its baseline and working tree; those being discarded too, marked so.
 func (s *Store) List(ctx context.Context) ([]Summary, error) {
 	unlock, err := s.begin(ctx)
 	if err != nil {
@@ -249,38 +253,14 @@ func (s *Store) List(ctx context.Context) ([]Summary, error) {
 		sum.Dirty = dirty
 		out = append(out, sum)
 	}
+	going, err := s.loadDiscarding()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range going {
+		out = append(out, Summary{ID: r.ID, Source: r.Source, SandboxPath: r.SandboxPath, Storage: r.Storage, Created: r.Created, CopyMode: r.CopyMode,
+			SizeBytes: diskUsage(filepath.Join(r.Storage, r.ID)), Discarding: true, Error: discardingError(r.ID).Error()})
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
-}
-
-// DiscardResult is the discard response.
-type DiscardResult struct {
-	OK          bool   `json:"ok"`
-	WorkspaceID string `json:"workspaceId"`
-}
-
-// Discard deletes the workspace storage and record. It never touches the source.
-func (s *Store) Discard(ctx context.Context, id string) (*DiscardResult, error) {
-	unchange, err := s.change(ctx, id, "discard")
-	if err != nil {
-		return nil, err
-	}
-	defer unchange()
-	unlock, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	rec, err := s.loadRecord(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := removeBelow(rec.Storage, rec.ID); err != nil {
-		return nil, fmt.Errorf("discarding workspace %s: %w", id, err)
-	}
-	if err := os.Remove(s.recordPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("discarding workspace %s: removing record: %w", id, err)
-	}
-	s.dropWorkspaceLock(id)
-	return &DiscardResult{OK: true, WorkspaceID: id}, nil
 }

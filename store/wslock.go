@@ -119,12 +119,12 @@ func (s *Store) flockWorkspace(id string, mode int) (int, error) {
 	fd, err := unix.Open(p, flags, 0o600)
 	if errors.Is(err, unix.ENOENT) { // the first lock of this state dir
 		if err := os.Mkdir(filepath.Dir(p), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return -1, fmt.Errorf("workspace lock: %w", err)
+			return -1, s.inState("workspace lock: making workspace-locks", err)
 		}
 		fd, err = unix.Open(p, flags, 0o600)
 	}
 	if err != nil {
-		return -1, fmt.Errorf("workspace lock: opening %s: %w", p, err)
+		return -1, s.inState("workspace lock: opening workspace-locks/"+id+".lock", err)
 	}
 	if err = flockPatient(fd, mode); err != nil {
 		unix.Close(fd)
@@ -183,6 +183,9 @@ func (s *Store) Use(ctx context.Context, ids []string, u User) (release func(), 
 		// Discarded after the caller looked it up, before the lock was ours.
 		if _, err := os.Stat(s.recordPath(id)); errors.Is(err, os.ErrNotExist) {
 			release()
+			if s.isDiscarding(id) {
+				return nil, discardingError(id)
+			}
 			return nil, notFound(id)
 		}
 	}
@@ -190,7 +193,7 @@ func (s *Store) Use(ctx context.Context, ids []string, u User) (release func(), 
 		s.held.changed()
 		if err := s.publishHeld(); err != nil {
 			release()
-			return nil, fmt.Errorf("registering the workspaces a session mounts in %s: %w", s.heldDir(), err)
+			return nil, fmt.Errorf("%w; the session was not started", s.inState("registering the workspaces a session mounts", err))
 		}
 	}
 	return release, nil
@@ -222,7 +225,7 @@ func (s *Store) waitNoChange(ctx context.Context, id string, me *wsUser) error {
 // refused with ErrInUse when a session of this process or a user of another process
 // has the workspace mounted.
 func (s *Store) change(ctx context.Context, id, action string) (release func(), err error) {
-	if _, err := s.loadRecord(id); err != nil {
+	if _, err := s.loadRecord(id); err != nil && !(action == "discard" && errors.Is(err, ErrDiscarding)) {
 		return nil, err
 	}
 	for {

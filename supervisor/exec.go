@@ -372,7 +372,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Stderr = c.timeoutNote() + "\n" + out.Stderr
 	case strings.HasPrefix(killedBy, "disk"):
 		out.Killed = true
-		out.Stderr = killedBy + "\n" + scratchListing(scratch) + out.Stderr
+		out.Stderr = killedBy + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
 	case limitKill(killedBy):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + out.Stderr

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/watchdog"
+	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -168,8 +169,11 @@ func treeUsage(t tree, res policy.Exit) policy.Usage {
 
 // scratchListing names the biggest files a command left in its scratch dir, which
 // is removed with the call: after a disk-limit kill they are the evidence. At most
-// scratchListed files, from a walk of at most scratchWalk entries.
-func scratchListing(dir string) string {
+// scratchListed files, from a walk of at most scratchWalk entries. Where the
+// command had a private root (isolation), its /tmp was the scratch dir's .tmp:
+// the files there are named as the command saw them, /tmp/NAME.
+func scratchListing(dir, isolation string) string {
+	tmpShown := isolation == jail.ModeRoot || isolation == jail.ModeUserNS
 	type file struct {
 		name string
 		size int64
@@ -183,6 +187,9 @@ func scratchListing(dir string) string {
 		if d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
 				rel, _ := filepath.Rel(dir, p)
+				if in, ok := strings.CutPrefix(rel, jail.TmpDirName+"/"); ok && tmpShown {
+					rel = "/tmp/" + in
+				}
 				files = append(files, file{rel, fi.Size()})
 			}
 		}

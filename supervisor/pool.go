@@ -406,6 +406,9 @@ func (p *pool) get(ctx context.Context) (*jsWorker, error) {
 	}
 	w, err := p.spawnReady(ctx)
 	if err != nil && ctx.Err() == nil {
+		// Said, so that a call that waited for two starts (up to 20 s on a
+		// machine too busy to start one in 10) tells why.
+		p.log.Warn("a JS worker did not start; starting another", "err", err)
 		w, err = p.spawnReady(ctx) // one more try: a start can fail for a passing reason
 	}
 	if w != nil {

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/autobox-dev/autobox/jail"
 )
 
 // What the sandbox refused a command without ending it: a fork past
@@ -12,7 +14,8 @@ import (
 // stderr, whoever ended the call. The kernel counts them where the command has
 // a pids cgroup of its own (jail.Tree.ForksRefused); under RLIMIT_NPROC alone
 // (an ordinary user's user namespaces) they are not counted, and the watchdog's
-// hold at the limit is what ends a command that keeps trying.
+// hold at the limit is what ends a command that keeps trying. Without
+// namespaces RLIMIT_NPROC counts the user's every process (jail/nprochost_linux.go).
 
 // forkCounter is a tree that can tell how many forks its process limit refused.
 type forkCounter interface{ ForksRefused() int }
@@ -28,7 +31,11 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
 	if n < 0 {
 		// Refused but not counted: the command's own words are the evidence.
 		if !strings.HasPrefix(killedBy, "process limit exceeded") && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
-			out.Stderr += fmt.Sprintf("[autobox: the output says a fork failed; maxProcesses %d is held here by the kernel (RLIMIT_NPROC), which refuses forks past it without counting them: if the command needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes)
+			shared := ""
+			if isolationOf(t) == jail.ModeLandlock {
+				shared = " (without namespaces it counts every process of the user: forks are refused sooner when the user's other processes grew while the command ran)"
+			}
+			out.Stderr += fmt.Sprintf("[autobox: the output says a fork failed; maxProcesses %d is held here by the kernel (RLIMIT_NPROC), which refuses forks past it without counting them%s: if the command needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, shared)
 		}
 		return
 	}

@@ -238,7 +238,7 @@ func (s *Server) enter(ctx context.Context, mounts []policy.Mount, who store.Use
 			rw = append(rw, m.Host)
 		}
 	}
-	release, err := s.store.HoldWritable(rw)
+	release, err := s.store.HoldWritable(rw, who.Session)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,10 @@ func serve(args []string) int {
 		fmt.Fprintf(os.Stderr, "autobox serve: %v\n\n%s", err, usage)
 		return 2
 	}
+	if err := f.ceiling.CheckNamed(); err != nil {
+		fmt.Fprintf(os.Stderr, "autobox serve: %v\n", err)
+		return 2
+	}
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {

@@ -39,6 +39,10 @@ func policyMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "autobox policy: unexpected argument %q\n\n%s", fs.Arg(0), policyUsage)
 		return 2
 	}
+	if err := f.CheckNamed(); err != nil {
+		fmt.Fprintf(os.Stderr, "autobox policy: %v\n", err)
+		return 1
+	}
 	var own []string
 	if st, err := store.Open(store.Options{}); err == nil {
 		own = append(own, st.StateDir())

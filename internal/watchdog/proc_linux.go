@@ -197,18 +197,7 @@ func readWritten(pid int, buf []byte) (written int64, denied bool) {
 }
 
 // readFile reads a small /proc file into buf (nil when unreadable).
-func readFile(path string, buf []byte) []byte {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(fd)
-	n, err := unix.Read(fd, buf)
-	if err != nil || n <= 0 {
-		return nil
-	}
-	return buf[:n]
-}
+func readFile(path string, buf []byte) []byte { return procfs.Read(path, buf) }
 
 // statusName is the Name of a /proc/<pid>/status (its first line).
 func statusName(status []byte) string {

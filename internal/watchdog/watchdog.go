@@ -200,25 +200,16 @@ func (w *Watch) check(s sample) (Breach, bool) {
 		if n >= policy.ForkRefusalsToKill(l.Processes) {
 			return Breach{Kind: Processes, Value: int64(n), Refused: true}, true
 		}
-		if n < 0 && l.Processes >= ceilingMin {
-			// A walk of a tree that forks and reaps can miss a process: a
-			// sample below the ceiling ends the hold only if none reached it
-			// for ceilingGap.
-			now := time.Now()
-			if ceiling := w.opts.Kernel.ProcessCeiling(); ceiling > 0 && s.tasks >= ceiling {
-				if w.atCeiling.IsZero() {
-					w.atCeiling = now
-				}
-				w.lastAtCeiling = now
-				if now.Sub(w.atCeiling) >= CeilingHold {
-					return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
-				}
-			} else if now.Sub(w.lastAtCeiling) > ceilingGap {
-				w.atCeiling = time.Time{}
-			}
+		if n < 0 && l.Processes >= ceilingMin && w.held(s) {
+			return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
 		}
 	case l.Processes > 0 && s.tasks > l.Processes:
 		return Breach{Kind: Processes, Value: int64(s.tasks)}, true
+	case l.Processes >= ceilingMin && w.opts.Kernel != nil && w.opts.Kernel.ForksRefused() < 0 && w.held(s):
+		// RLIMIT_NPROC on the host's count of the user's tasks: it stops the
+		// tree a little past the limit, where the case above ends it, or at
+		// the limit, or below it if the user's other tasks grew.
+		return Breach{Kind: Processes, Value: int64(s.tasks), Held: true}, true
 	}
 	switch {
 	case l.Written >= 0 && s.hidden != 0:
@@ -229,6 +220,25 @@ func (w *Watch) check(s sample) (Breach, bool) {
 		return Breach{Kind: CPU, CPU: s.cpu}, true
 	}
 	return Breach{}, false
+}
+
+// held reports whether the tree has been at its process ceiling (the most the
+// kernel lets it have now) for CeilingHold. A walk of a tree that forks and
+// reaps can miss a process: a sample below the ceiling ends the hold only if
+// none reached it for ceilingGap.
+func (w *Watch) held(s sample) bool {
+	now := time.Now()
+	if ceiling := w.opts.Kernel.ProcessCeiling(); ceiling > 0 && s.tasks >= ceiling {
+		if w.atCeiling.IsZero() {
+			w.atCeiling = now
+		}
+		w.lastAtCeiling = now
+		return now.Sub(w.atCeiling) >= CeilingHold
+	}
+	if now.Sub(w.lastAtCeiling) > ceilingGap {
+		w.atCeiling = time.Time{}
+	}
+	return false
 }
 
 // Stop ends the watchdog and returns the most it saw the tree use (the largest

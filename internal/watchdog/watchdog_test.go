@@ -150,3 +150,28 @@ func TestWatchdogCeilingHeld(t *testing.T) {
 		t.Errorf("under its limit: %+v", b)
 	}
 }
+
+// hostKernel is RLIMIT_NPROC on the host's count of the user's tasks: it
+// refuses forks uncounted, but does not hold the tree to its limit exactly
+// (KernelProcessLimit false), so the watchdog still counts.
+type hostKernel struct{ fakeKernel }
+
+func (k *hostKernel) KernelProcessLimit() bool { return false }
+func (k *hostKernel) ForksRefused() int        { return -1 }
+
+// TestWatchdogHostNproc: a tree past its limit is ended by the watchdog's
+// count at once; one the kernel holds at its limit, after CeilingHold; one
+// under it, not at all.
+func TestWatchdogHostNproc(t *testing.T) {
+	k := &hostKernel{}
+	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9 10 11; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
+	if b.Kind != Processes || b.Held || b.Value <= 10 {
+		t.Errorf("past its limit: %+v", b)
+	}
+	if b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != Processes || !b.Held {
+		t.Errorf("held at its limit: %+v", b)
+	}
+	if b, _ := watchShell(t, "for i in 1 2 3; do sleep 1 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != 0 {
+		t.Errorf("under its limit: %+v", b)
+	}
+}

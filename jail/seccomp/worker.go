@@ -6,7 +6,7 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// The JS worker's filter is an allow-list. The worker runs V8 11.1 (2023) on
+// The JS worker's filter is an allow-list. The worker runs V8 10.9 (2022) on
 // code a model wrote, so it is built on the assumption that the code can run
 // native code in the worker: whatever the filter lets through is what an
 // attacker holds. A worker serving a call needs only memory, threads, time,

@@ -108,7 +108,7 @@ type Ready struct {
 	// PreludeCache is set when the worker compiled the prelude without a usable
 	// cache: the code cache it made, for the next workers.
 	PreludeCache []byte `json:"preludeCache,omitempty"`
-	// V8 is the version of the V8 the worker links ("11.1.277.13"), which
+	// V8 is the version of the V8 the worker links ("10.9.194.9-v8go"), which
 	// `autobox doctor` reports.
 	V8 string `json:"v8,omitempty"`
 }
