@@ -92,10 +92,11 @@ type execCall struct {
 	what       string         // the call in a question to the user: "this command (…)"
 	clock      callClock      // timeoutMs (clock.go)
 	caps       timeoutCaps    // the most timeoutMs could be, for a timeout's note (timelimit.go)
+	limitCaps  limitCaps      // the most maxWriteMb and maxOpenFiles could be, for their notes (limitnotes.go)
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
-	c := &execCall{caps: defaultCaps}
+	c := &execCall{caps: defaultCaps, limitCaps: limitCaps{writeMb: int(execMaxWriteMb.max), openFiles: int(execMaxOpenFiles.max)}}
 	if len(in.Command) == 0 {
 		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
 	}
@@ -385,6 +386,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	}
 	c.noteRefusals(out, tree, killedBy)
 	noteCompat(out, res)
+	c.noteLimits(out, scratch, killedBy)
 	if pc != nil {
 		for _, name := range res.Lookups {
 			pc.Deny(proxy.LookupDenial(name))
