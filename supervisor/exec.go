@@ -29,7 +29,7 @@ type ExecInput struct {
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
 	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
-	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork. session:SESSION_ID:PORT puts a running session's port (a dev server) at this command's own localhost:PORT, and opens nothing else"`
+	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork. localhost:PORT also puts the host's PORT at this command's own localhost:PORT (for psql, raw sockets, clients that ignore the proxy). session:SESSION_ID:PORT puts a running session's port (a dev server) at this command's own localhost:PORT, and opens nothing else"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
@@ -87,12 +87,13 @@ type execCall struct {
 	rows, cols int
 	env        []string // the call's own variables, KEY=VALUE
 	caches     callCaches
-	routes     []sessionRoute // allowHosts session:ID:PORT entries (ports.go)
-	expose     []int          // a session's ports to expose to the host
-	what       string         // the call in a question to the user: "this command (…)"
-	clock      callClock      // timeoutMs (clock.go)
-	caps       timeoutCaps    // the most timeoutMs could be, for a timeout's note (timelimit.go)
-	limitCaps  limitCaps      // the most maxWriteMb and maxOpenFiles could be, for their notes (limitnotes.go)
+	routes     []sessionRoute        // allowHosts session:ID:PORT entries (ports.go)
+	hostRoutes []policy.LoopbackPort // allowHosts localhost:PORT entries put at the command's own (hostports.go)
+	expose     []int                 // a session's ports to expose to the host
+	what       string                // the call in a question to the user: "this command (…)"
+	clock      callClock             // timeoutMs (clock.go)
+	caps       timeoutCaps           // the most timeoutMs could be, for a timeout's note (timelimit.go)
+	limitCaps  limitCaps             // the most maxWriteMb and maxOpenFiles could be, for their notes (limitnotes.go)
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
@@ -132,6 +133,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	if err = s.resolvePorts(c, in); err != nil {
+		return nil, err
+	}
+	if err = s.hostPorts(c); err != nil { // hostports.go
 		return nil, err
 	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
