@@ -2,7 +2,7 @@
 # The test suite again, as an ordinary user: MCP clients start autobox as the
 # person at the keyboard, not as root, and what autobox enforces differs (user
 # namespaces instead of root's own). `make test` run as root calls this after
-# its own pass: it makes the user (useradd) if missing, copies this tree into
+# its own pass: it makes the user (useradd, saying so first) if missing, copies this tree into
 # the user's home (bin/ aside), and runs `make test` there as that user.
 # AUTOBOX_TEST_USER names the user (default autobox-test).
 # `asuser.sh make-user` makes the user and stops.
@@ -13,7 +13,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "test/asuser.sh: run as root (it makes the user and runs the suite as them)" >&2
   exit 2
 fi
-id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+if ! id "$user" >/dev/null 2>&1; then
+  echo "test/asuser.sh: creating the user $user (useradd --create-home) for make test's ordinary-user pass; remove it with: userdel -r $user"
+  useradd --create-home --shell /bin/bash "$user"
+fi
 # `asuser.sh make-user`: only that (the root pass has tests that hand the user
 # a cgroup subtree).
 [ "${1:-}" = make-user ] && exit 0

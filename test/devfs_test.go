@@ -14,7 +14,7 @@ import (
 func TestOwnDev(t *testing.T) {
 	requireSandbox(t)
 	if !namespaced() {
-		t.Skip("without a private root there is no /dev/shm, /run or devpts of the call's own (README: what a command sees)")
+		t.Skip("without a private root there is no /dev/shm, /run or devpts of the call's own (docs/modes.md: what a command sees)")
 	}
 	s := start(t)
 	name := fmt.Sprintf("autobox-test-%d", os.Getpid())
