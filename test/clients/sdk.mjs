@@ -321,6 +321,36 @@ await check("exec_command env as an object", async () => {
   assert.ok(!isErr && obj.stdout === list.stdout, JSON.stringify(obj));
 }, { needsExec: true });
 
+// Limits that end in an error of the system say which limit or mount it was.
+await check("notes on limits and mounts", async () => {
+  const dir = fixture("notes", { "keep": "" });
+  fs.chmodSync(dir, 0o777); // a root server without namespaces runs commands as nobody
+  const out = path.join(dir, "out.txt");
+  const [o] = await exec({ command: ["sh", "-c", `echo hi > ${out}`] });
+  assert.ok(o.exitCode !== 0 && o.stderr.includes(`[autobox: ${out} is not in this call's mounts`), JSON.stringify(o));
+  const [m] = await exec({ command: ["sh", "-c", `echo hi > ${out}`], mounts: [{ hostPath: dir, sandboxPath: "/mnt/n", mode: "rw" }] });
+  assert.ok(m.exitCode === 0 && !m.stderr.includes("[autobox:"), JSON.stringify(m));
+  const [j] = await js({ code: "require('fs')" });
+  assert.match(j.error, /require is not defined \(execute_js runs standard JavaScript in a bare V8 isolate/);
+}, { needsExec: true });
+
+// allowHosts localhost:PORT: the host's port at the command's own localhost, for
+// a program that ignores the proxy variables (bash's /dev/tcp).
+await check("the host's port at the command's localhost", async () => {
+  const net = await import("node:net");
+  const server = net.createServer((c) => c.end("from the host\n"));
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const port = server.address().port;
+    const [o, isErr] = await exec({ command: ["bash", "-c", `unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy; exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`], allowHosts: [`localhost:${port}`] });
+    if (isErr && /network namespace/.test(o.error ?? "")) throw new Skip(o.error);
+    assert.equal(o.stdout, "from the host\n", JSON.stringify(o));
+    assert.ok(o.network.allowed.some((a) => a.host === "localhost" && a.port === port), JSON.stringify(o.network));
+  } finally {
+    server.close();
+  }
+}, { needsExec: true });
+
 await check("exec_command mounts and cwd", async () => {
   const [o] = await exec({ command: ["cat", "a.txt", "/mnt/data/sub/b.txt"], mounts: [{ hostPath: data, sandboxPath: "/mnt/data", mode: "ro" }], cwd: "/mnt/data" });
   assert.equal(o.stdout, "alpha\nbeta\n");
