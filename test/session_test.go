@@ -481,7 +481,8 @@ func TestCLISession(t *testing.T) {
 
 	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
 	id = strings.TrimSpace(r.stdout)
-	h.want(h.run("", "session", "write", "--yield", "5s", id, "echo $((6*7))\n"), 0, "42", "")
+	// --until: the terminal's echo of the line may come alone, before the answer.
+	h.want(h.run("", "session", "write", "--yield", "30s", "--until", "^42", id, "echo $((6*7))\n"), 0, "42", "")
 	// close did what it was asked: exit 0 (a set -e script goes on), and the
 	// result says the command was killed.
 	h.want(h.run("", "session", "close", "--json", id), 0, `"killed":true`, "")
