@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/jail/seccomp"
-	"github.com/autobox-dev/autobox/policy"
 )
 
 // Inherited descriptors of the launcher; see the diagram in proto.go.
@@ -348,73 +347,6 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	return pid, privateRoot, pnet, guard, nil, nil
 }
 
-// isolate gives the calling thread the command's view of the filesystem,
-// where the launcher may make mount namespaces (wantPrivateRoot): a private
-// root holding only sb's paths, finished from what prepare began; or, where
-// that root cannot be built, the host's mounts all read-only but sb's
-// read-write paths. It reports whether the thread got a private root. With
-// netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network,
-// at the paths placed.
-func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed []string, err error) {
-	if !wantPrivateRoot() {
-		return false, nil, nil
-	}
-	var root *privateRoot
-	rebuilt := false
-	switch {
-	case pr != nil && pr.root != nil:
-		root = pr.root
-		// What the host changed since (rarely anything) makes the prepared
-		// part unusable: start again (the prepared ruleset then fails its own
-		// check of the same paths, see prepared.unchanged).
-		if root.stale() {
-			rebuilt = true
-			if err := root.reset(); err != nil {
-				return false, nil, err
-			}
-			if err := root.addPolicy(pr.base); err != nil {
-				policyErr := errors.Is(err, ErrPolicy)
-				err = root.abandon(err)
-				if !errors.Is(err, errRootSetup) || policyErr {
-					return false, nil, err
-				}
-				return false, nil, readOnlyMounts(sb)
-			}
-		}
-	case pr != nil && pr.rootErr != nil:
-		err = pr.rootErr
-	default:
-		root, err = enterPrivateRoot()
-	}
-	if err != nil {
-		if !errors.Is(err, errRootSetup) {
-			return false, nil, err
-		}
-		return false, nil, readOnlyMounts(sb)
-	}
-	if pr != nil && root == pr.root && !rebuilt {
-		defer func() { pr.rootFresh = used && err == nil }()
-	}
-	if err := root.addPolicy(sb); err != nil {
-		// A path of the call's that cannot be bound (a filesystem that
-		// refuses): the host's mounts made read-only instead, as where no
-		// root can be built; the started frame says so. A path that goes
-		// through a link swapped in since its check fails the call: the
-		// fallback is no way around the check.
-		policyErr := errors.Is(err, ErrPolicy)
-		if err = root.abandon(err); !errors.Is(err, errRootSetup) || policyErr {
-			return false, nil, err
-		}
-		return false, nil, readOnlyMounts(sb)
-	}
-	if netFiles {
-		if placed, err = root.netFiles(); err != nil {
-			return false, nil, err
-		}
-	}
-	return true, placed, root.seal()
-}
-
 // reap collects every child until none is left, and returns the command's
 // wait status. ECHILD means no children and therefore no descendants: an
 // orphan is always reparented to us. If the command leaves processes behind,
@@ -490,54 +422,4 @@ func lookPath(spec *Spec) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", name)
-}
-
-// oomScore makes the command, not the launcher, the OOM killer's choice (in
-// the call's memory cgroup, which they share, and on the host). The launcher
-// raises its score to the maximum just before it forks the command, which
-// inherits it, then sets its own to the minimum, which takes
-// CAP_SYS_RESOURCE; without it, back to what it was. A process may always
-// raise its score, but lower it only to a floor that only a privileged write
-// sets: with CAP_SYS_RESOURCE the raise sets the command's floor to the
-// maximum too. Without, a command may lower its processes' scores to the
-// launcher's, and the OOM killer may then pick the launcher: the pid
-// namespace or the cgroup sweep still kills everything, and the supervisor
-// reports a memory kill.
-var oomScore oomAdjust
-
-type oomAdjust struct {
-	f      *os.File // opened before the command thread changes its root
-	before []byte   // the score before raise, nil if not raised
-}
-
-// open, before the launcher makes itself not dumpable.
-func (s *oomAdjust) open() {
-	s.f, _ = os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0)
-}
-
-// raise, on the command thread before the fork.
-func (s *oomAdjust) raise() {
-	var buf [16]byte
-	if s.f == nil {
-		return
-	}
-	n, err := s.f.ReadAt(buf[:], 0)
-	if n == 0 || err != nil && !errors.Is(err, io.EOF) {
-		return
-	}
-	if s.write("1000") {
-		s.before = append([]byte(nil), buf[:n]...)
-	}
-}
-
-// settle, on the main thread once the command runs.
-func (s *oomAdjust) settle() {
-	if s.before != nil && !s.write("-1000") {
-		_, _ = s.f.WriteAt(s.before, 0)
-	}
-}
-
-func (s *oomAdjust) write(v string) bool {
-	_, err := s.f.WriteAt([]byte(v), 0)
-	return err == nil
 }

@@ -117,3 +117,70 @@ func Isolations() Isolation {
 		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
 	}
 }
+
+// isolate gives the calling thread the command's view of the filesystem,
+// where the launcher may make mount namespaces (wantPrivateRoot): a private
+// root holding only sb's paths, finished from what prepare began; or, where
+// that root cannot be built, the host's mounts all read-only but sb's
+// read-write paths. It reports whether the thread got a private root. With
+// netFiles the root gets /etc/resolv.conf and /etc/hosts for a private network,
+// at the paths placed.
+func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed []string, err error) {
+	if !wantPrivateRoot() {
+		return false, nil, nil
+	}
+	var root *privateRoot
+	rebuilt := false
+	switch {
+	case pr != nil && pr.root != nil:
+		root = pr.root
+		// What the host changed since (rarely anything) makes the prepared
+		// part unusable: start again (the prepared ruleset then fails its own
+		// check of the same paths, see prepared.unchanged).
+		if root.stale() {
+			rebuilt = true
+			if err := root.reset(); err != nil {
+				return false, nil, err
+			}
+			if err := root.addPolicy(pr.base); err != nil {
+				policyErr := errors.Is(err, ErrPolicy)
+				err = root.abandon(err)
+				if !errors.Is(err, errRootSetup) || policyErr {
+					return false, nil, err
+				}
+				return false, nil, readOnlyMounts(sb)
+			}
+		}
+	case pr != nil && pr.rootErr != nil:
+		err = pr.rootErr
+	default:
+		root, err = enterPrivateRoot()
+	}
+	if err != nil {
+		if !errors.Is(err, errRootSetup) {
+			return false, nil, err
+		}
+		return false, nil, readOnlyMounts(sb)
+	}
+	if pr != nil && root == pr.root && !rebuilt {
+		defer func() { pr.rootFresh = used && err == nil }()
+	}
+	if err := root.addPolicy(sb); err != nil {
+		// A path of the call's that cannot be bound (a filesystem that
+		// refuses): the host's mounts made read-only instead, as where no
+		// root can be built; the started frame says so. A path that goes
+		// through a link swapped in since its check fails the call: the
+		// fallback is no way around the check.
+		policyErr := errors.Is(err, ErrPolicy)
+		if err = root.abandon(err); !errors.Is(err, errRootSetup) || policyErr {
+			return false, nil, err
+		}
+		return false, nil, readOnlyMounts(sb)
+	}
+	if netFiles {
+		if placed, err = root.netFiles(); err != nil {
+			return false, nil, err
+		}
+	}
+	return true, placed, root.seal()
+}

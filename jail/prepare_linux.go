@@ -2,9 +2,10 @@ package jail
 
 import (
 	"errors"
-	"golang.org/x/sys/unix"
 	"os"
 	"slices"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -70,6 +71,8 @@ func prepare(base *policy.Sandbox) *prepared {
 				if !errors.Is(pr.rootErr, errRootSetup) {
 					return pr // the thread is not usable: every spec fails
 				}
+			} else {
+				pr.root.makeGuardProc()
 			}
 		}
 	}
