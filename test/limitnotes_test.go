@@ -18,19 +18,23 @@ func TestLimitNotes(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
 
-	// One file past maxWriteMb: RLIMIT_FSIZE fails the write with EFBIG. (In
-	// an rw mount: in the scratch dir, a tmpfs, the file's pages and the
-	// directory's own come to more than the file, and the watchdog kills the
-	// call at the limit, saying so, before any note is due.)
+	// One file past maxWriteMb: RLIMIT_FSIZE fails the write with EFBIG, and
+	// the note names the limit. The file is the host's, already 3 MB, so the
+	// command writes next to nothing: a file it wrote up to the limit itself
+	// would hold all it may write, and a byte more anywhere would have the
+	// watchdog kill the call at maxWriteMb instead (which names the limit
+	// itself, and gets no note: TestNoteLimits).
 	big := t.TempDir()
 	os.Chmod(big, 0o777) // a root server without namespaces runs commands as nobody
+	writeFile(t, filepath.Join(big, "f"), strings.Repeat("x", 3000000))
+	os.Chmod(filepath.Join(big, "f"), 0o666)
 	bigMount := []map[string]any{{"hostPath": big, "sandboxPath": "/mnt/big", "mode": "rw"}}
-	o, _ := s.exec(map[string]any{"command": bash(`head -c 3000000 /dev/zero > /mnt/big/f; echo "status $?"`), "mounts": bigMount, "maxWriteMb": 2})
+	o, _ := s.exec(map[string]any{"command": bash(`echo more >> /mnt/big/f; echo "status $?"`), "mounts": bigMount, "maxWriteMb": 2})
 	if o.Killed || o.Stdout != "status 1\n" || !strings.Contains(o.Stderr, "File too large") || !strings.Contains(o.Stderr, `[autobox: "File too large" is maxWriteMb, 2 MB here`) || !strings.Contains(o.Stderr, "raise maxWriteMb (at most 65536)") {
 		t.Errorf("a file past maxWriteMb: %+v", o)
 	}
-	if o, _ := s.exec(map[string]any{"command": bash(`head -c 3000000 /dev/zero > /mnt/big/f && wc -c < /mnt/big/f`), "mounts": bigMount, "maxWriteMb": 4}); o.code() != 0 || o.Stdout != "3000000\n" || strings.Contains(o.Stderr, "[autobox:") {
-		t.Errorf("the same file within maxWriteMb: %+v", o)
+	if o, _ := s.exec(map[string]any{"command": bash(`echo more >> /mnt/big/f && wc -c < /mnt/big/f`), "mounts": bigMount, "maxWriteMb": 4}); o.code() != 0 || o.Stdout != "3000005\n" || strings.Contains(o.Stderr, "[autobox:") {
+		t.Errorf("the same write within maxWriteMb: %+v", o)
 	}
 
 	// maxOpenFiles: RLIMIT_NOFILE fails an open with EMFILE.
