@@ -160,11 +160,11 @@ func (r *DoctorReport) dirChecks(state, storage string) {
 	fsName, ok, err := cloneProbe(dir)
 	switch {
 	case err != nil:
-		r.add("reflink", statusMissing, fmt.Sprintf("could not test cloning in %s: %v", dir, err), "create may need copyMode auto")
+		r.add("reflink", statusMissing, fmt.Sprintf("could not test cloning in %s: %v", dir, err), "create copies files (copyMode auto, the default) where it cannot clone them")
 	case ok:
 		r.add("reflink", statusOK, fmt.Sprintf("yes (%s): create clones copy-on-write", fsName), "")
 	default:
-		r.add("reflink", statusMissing, fmt.Sprintf("no (%s)", fsName), "create needs copyMode auto (ordinary copies)")
+		r.add("reflink", statusMissing, fmt.Sprintf("no (%s)", fsName), "create copies files (copyMode auto, the default); copyMode clone is refused here")
 	}
 }
 

@@ -94,7 +94,7 @@ func (e *env) exec(args []string) int {
 	in := &supervisor.ExecInput{Command: argv, TimeoutMs: l.timeout.v, MemoryMb: l.memory.v, AllowNetwork: l.network, AllowHosts: l.hosts, Mounts: l.mounts, Cwd: dir,
 		MaxProcesses: r.processes.v, MaxWriteMb: r.writeMb.v, CpuMs: r.cpu.v, MaxOpenFiles: r.files.v,
 		YieldMs: yield.v, TTY: *tty, Rows: rows.v, Cols: cols.v}
-	in.Env = vars
+	in.Env = supervisor.EnvList(vars)
 	in.Caches = caches
 	in.Expose = expose
 	if yield.v != nil {
@@ -109,7 +109,9 @@ func (e *env) exec(args []string) int {
 		return e.fail("exec", err)
 	}
 	defer s.Close()
-	out, err := s.ExecCommand(e.ctx, in)
+	ctx, drawn := e.withCallProgress(e.ctx, "exec")
+	out, err := s.ExecCommand(ctx, in)
+	drawn()
 	if err != nil {
 		return e.fail("exec", err)
 	}

@@ -69,7 +69,9 @@ func (e *env) js(args []string) int {
 		return e.fail("js", err)
 	}
 	defer s.Close()
-	out, err := s.ExecuteJS(e.ctx, in)
+	ctx, drawn := e.withCallProgress(e.ctx, "js")
+	out, err := s.ExecuteJS(ctx, in)
+	drawn()
 	if err != nil {
 		return e.fail("js", err)
 	}

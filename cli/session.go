@@ -30,8 +30,9 @@ const sessionHelp = `Usage: autobox session poll|close [flags] ID
 Drive a command that 'autobox exec --yield' left running (a session), exactly as
 the exec_session tool does:
 
-  poll     print the output since the last answer, waiting up to --yield for some;
-           once the command has ended, its final output, and exit with its status
+  poll     print the output that came in --yield (sooner at the command's end, or at a
+           line matching --until); once the command has ended, its final output,
+           and exit with its status
   write    send TEXT (or stdin, with - or no TEXT) to the command's stdin, then poll;
            on a tty, control keys as characters: $'\x03' is Ctrl-C, $'\x04' Ctrl-D
   signal   send INT (the default), TERM or KILL, then poll
@@ -80,6 +81,7 @@ func (e *env) session(args []string) int {
 	fs := newFlags("session")
 	yield := optMillis()
 	fs.Var(&yield, "yield", "poll, write, signal: wait up to this long for output: milliseconds or a duration like 2s (default 1s, max 30s)")
+	until := fs.String("until", "", "poll, write, signal: answer as soon as a line of the output matches this regular expression (RE2)")
 	closeStdin := fs.Bool("close-stdin", false, "write: close the command's stdin after TEXT (end of file)")
 	jsonOut := fs.Bool("json", false, "print the result object as JSON")
 	readyFD := fs.Int("ready-fd", 0, "serve: say ok on this inherited descriptor once listening (for the autobox that starts it)")
@@ -97,7 +99,7 @@ func (e *env) session(args []string) int {
 		}
 		return e.serveSessions(*readyFD)
 	}
-	in := &supervisor.SessionInput{Action: action, YieldMs: yield.v, CloseStdin: *closeStdin}
+	in := &supervisor.SessionInput{Action: action, YieldMs: yield.v, Until: *until, CloseStdin: *closeStdin}
 	switch action {
 	case "list":
 		if len(pos) > 0 {
@@ -206,15 +208,18 @@ func (e *env) execYield(in *supervisor.ExecInput, asJSON bool) int {
 }
 
 // sessionRequest is one call to the session server: a line of JSON, answered
-// by a sessionReply line.
+// by a sessionReply line (after reports of progress, if asked for).
 type sessionRequest struct {
 	Tool      string          `json:"tool"` // exec_command or exec_session
 	Arguments json.RawMessage `json:"arguments"`
+	Progress  bool            `json:"progress,omitempty"` // report while the call runs (a terminal draws them)
 }
 
 // sessionReply is the answer to a sessionRequest: the tool's result object, or
-// why the call was refused (in the tools' words).
+// why the call was refused (in the tools' words); or, before it, a report of
+// the call's progress.
 type sessionReply struct {
-	Result *supervisor.SessionOutput `json:"result,omitempty"`
-	Error  string                    `json:"error,omitempty"`
+	Result   *supervisor.SessionOutput `json:"result,omitempty"`
+	Error    string                    `json:"error,omitempty"`
+	Progress *supervisor.Progress      `json:"progress,omitempty"`
 }

@@ -88,16 +88,27 @@ func (e *env) sessionCall(tool string, in any) (*supervisor.SessionOutput, error
 	// call (and ends a session the call was starting).
 	stop := context.AfterFunc(e.ctx, func() { conn.Close() })
 	defer stop()
-	line, _ := json.Marshal(sessionRequest{Tool: tool, Arguments: args})
+	draw, drawn := e.progressDrawer(map[string]string{"exec_command": "exec", "exec_session": "session"}[tool])
+	defer drawn()
+	line, _ := json.Marshal(sessionRequest{Tool: tool, Arguments: args, Progress: draw != nil})
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return nil, fmt.Errorf("talking to the session server: %w", err)
 	}
 	var reply sessionReply
-	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
-		if e.ctx.Err() != nil {
-			return nil, e.ctx.Err()
+	for dec := json.NewDecoder(conn); ; {
+		reply = sessionReply{}
+		if err := dec.Decode(&reply); err != nil {
+			if e.ctx.Err() != nil {
+				return nil, e.ctx.Err()
+			}
+			return nil, fmt.Errorf("the session server did not answer (see %s): %w", f.log, err)
 		}
-		return nil, fmt.Errorf("the session server did not answer (see %s): %w", f.log, err)
+		if reply.Progress == nil || reply.Result != nil || reply.Error != "" {
+			break
+		}
+		if draw != nil {
+			draw(*reply.Progress)
+		}
 	}
 	if reply.Error != "" {
 		return nil, errors.New(reply.Error)
@@ -316,6 +327,9 @@ func (v *sessionServer) handle(ctx context.Context, conn *net.UnixConn) {
 		_, _ = r.ReadByte()
 		cancel()
 	}()
+	if req.Progress {
+		ctx = supervisor.WithProgress(ctx, func(p supervisor.Progress) { writeReply(conn, sessionReply{Progress: &p}) })
+	}
 	out, err := v.call(ctx, &req)
 	if err != nil {
 		writeReply(conn, sessionReply{Error: err.Error()})

@@ -71,7 +71,7 @@ func (e *env) ws(args []string) int {
 	fs := newFlags("ws")
 	jsonOut := fs.Bool("json", false, "print the result object as JSON")
 	storage := fs.String("storage", "", "create: storage directory for the copy, outside HOST (default ~/.local/share/autobox-workspaces)")
-	copyMode := fs.String("copy-mode", "", "create: clone (copy-on-write only, the default) or auto (ordinary copy where cloning is impossible)")
+	copyMode := fs.String("copy-mode", "", "create: auto (the default: copy-on-write where the filesystem has it, an ordinary copy elsewhere) or clone (copy-on-write only)")
 	var excludes listFlag
 	fs.Var(&excludes, "exclude", "create: a relative path or subtree to leave out, e.g. node_modules (repeatable)")
 	olderThan := optDays()

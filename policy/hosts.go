@@ -314,3 +314,29 @@ func hasPort(ports []uint16, p uint16) bool {
 	}
 	return false
 }
+
+// LoopbackPort is an entry that names a port of loopback: localhost:PORT,
+// 127.0.0.1:PORT or [::1]:PORT.
+type LoopbackPort struct {
+	Entry string // as given
+	Host  string // "localhost", "127.0.0.1" or "::1"
+	Port  uint16
+}
+
+// LoopbackPorts are the entries that name a port of loopback, in order (an
+// entry without a port, or a range, is none of them).
+func (a AllowHosts) LoopbackPorts() []LoopbackPort {
+	var out []LoopbackPort
+	for _, r := range a.rules {
+		if len(r.ports) != 1 || r.wildcard {
+			continue
+		}
+		switch {
+		case r.name == "localhost":
+			out = append(out, LoopbackPort{Entry: r.entry, Host: "localhost", Port: r.ports[0]})
+		case r.name == "" && r.prefix.IsSingleIP() && r.prefix.Addr().IsLoopback() && (r.prefix.Addr() == netip.IPv6Loopback() || r.prefix.Addr() == netip.MustParseAddr("127.0.0.1")):
+			out = append(out, LoopbackPort{Entry: r.entry, Host: r.prefix.Addr().String(), Port: r.ports[0]})
+		}
+	}
+	return out
+}

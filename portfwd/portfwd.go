@@ -164,11 +164,22 @@ func (s *Server) Register() (*Endpoint, error) {
 }
 
 // Route says where a connection to a port of a call's loopback goes: to Port
-// of Target's command. Name is the entry that asked for it, for notes.
+// of Target's command, or, with Dial set, where Dial connects (a port of the
+// host's loopback, through the proxy's checks). Name is the entry that asked
+// for it, for notes.
 type Route struct {
 	Target *Endpoint
 	Port   uint16
+	Dial   func(ctx context.Context) (net.Conn, error)
 	Name   string
+}
+
+// dial connects along r.
+func (r Route) dial(ctx context.Context) (net.Conn, error) {
+	if r.Dial != nil {
+		return r.Dial(ctx)
+	}
+	return r.Target.Dial(ctx, r.Port)
 }
 
 // Endpoint is one call's (or session's) side: its launcher's connection, the

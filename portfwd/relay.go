@@ -35,7 +35,7 @@ func (e *Endpoint) serveListeners(fds []int) {
 				c.Close()
 				return
 			}
-			e.relay(c, r.Name, func(ctx context.Context) (net.Conn, error) { return r.Target.Dial(ctx, r.Port) })
+			e.relay(c, r.Name, r.dial)
 		})
 	}
 }

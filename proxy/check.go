@@ -23,6 +23,9 @@ type Denial struct {
 	Host   string `json:"host"`
 	Port   int    `json:"port"`
 	Reason string `json:"reason"`
+	// Listed: the call's list (or the user) allows host:port; the name
+	// itself failed (it does not resolve, or leads to a forbidden address).
+	Listed bool `json:"-"`
 }
 
 func (d *Denial) Error() string { return d.Target() + ": " + d.Reason }
@@ -56,6 +59,13 @@ func (d *Denial) Advice() string {
 	}
 	if d.Port != 80 && d.Port != 443 {
 		entry += ":" + strconv.Itoa(d.Port)
+	}
+	if d.Listed {
+		// Another entry for it would change nothing: say what would.
+		if strings.HasPrefix(d.Reason, "does not resolve") {
+			return fmt.Sprintf("autobox: connection to %s failed: %s. It is in the call's allowHosts already: the name has no address in this machine's DNS (check its spelling, and that it exists).", d.Target(), d.Reason)
+		}
+		return fmt.Sprintf("autobox: connection to %s denied: %s. It is in the call's allowHosts, but a name may not lead there; an entry naming the address itself (with its port) allows it (ask the user; do not work around it).", d.Target(), d.Reason)
 	}
 	return fmt.Sprintf("autobox: connection to %s denied: %s. To allow it, the call's allowHosts needs %q (ask the user; do not work around it).",
 		d.Target(), d.Reason, entry)
@@ -160,9 +170,13 @@ func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Add
 	defer cancel()
 	addrs, err := c.p.resolver.lookup(ctx, host)
 	if err != nil {
-		return nil, &Denial{Host: host, Port: int(port), Reason: "does not resolve: " + err.Error()}
+		return nil, &Denial{Host: host, Port: int(port), Reason: "does not resolve: " + err.Error(), Listed: true}
 	}
-	return c.usable(host, port, addrs)
+	ok, d := c.usable(host, port, addrs)
+	if d != nil {
+		d.Listed = true
+	}
+	return ok, d
 }
 
 // notListed is the denial of host:port that no entry allows.

@@ -174,6 +174,23 @@ func TestDenials(t *testing.T) {
 		d, ok := err.(*Denial)
 		if !ok || d.Reason != tc.reason {
 			t.Errorf("%s: %v, want denial %q", tc.target, err, tc.reason)
+			continue
+		}
+		// What the command is told: a listed name is not to be listed again.
+		advice := d.Advice()
+		switch listed := !strings.Contains(tc.reason, "not allowed") && tc.reason != "not in allowHosts"; {
+		case listed && strings.HasPrefix(tc.reason, "does not resolve"):
+			if !strings.Contains(advice, "It is in the call's allowHosts already: the name has no address") || strings.Contains(advice, "allowHosts needs") {
+				t.Errorf("%s: advice %q", tc.target, advice)
+			}
+		case listed:
+			if !strings.Contains(advice, "It is in the call's allowHosts, but a name may not lead there; an entry naming the address itself") || strings.Contains(advice, "allowHosts needs") {
+				t.Errorf("%s: advice %q", tc.target, advice)
+			}
+		default:
+			if !strings.Contains(advice, "allowHosts needs") {
+				t.Errorf("%s: advice %q", tc.target, advice)
+			}
 		}
 	}
 	// Positive control: the same loopback server, named explicitly.

@@ -99,5 +99,8 @@ func (c *Call) dialPinned(p pinned, port uint16) (net.Conn, error) {
 	ctx, cancel := c.bound(c.ctx)
 	defer cancel()
 	addrs, d := c.usable(p.name, port, p.addrs)
+	if d != nil {
+		d.Listed = true
+	}
 	return c.dialChecked(ctx, p.name, port, addrs, d)
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,8 @@ type Answer[E any] struct {
 	StdoutDropped, StderrDropped int64
 	// Elapsed is the time since the command started.
 	Elapsed time.Duration
+	// Matched: the answer went because a line matched Wait.Until.
+	Matched bool
 }
 
 // Info describes an open session (List).
@@ -351,10 +354,25 @@ func (t *Table[E]) removeLocked(s *Session[E], why string) bool {
 	return true
 }
 
-// Poll answers with the output since the last answer, waiting up to wait for
-// some (see settle), or for the command's end; the final answer removes the
-// session. A cancelled ctx ends the wait with an error, and takes nothing.
-func (t *Table[E]) Poll(ctx context.Context, id string, wait time.Duration) (*Answer[E], error) {
+// Wait is how long, and for what, an answer waits.
+type Wait struct {
+	// For is the longest wait.
+	For time.Duration
+	// Full waits all of For for more output, rather than answering once
+	// output has come and paused (see settle): a poll that watches a long job
+	// gets what came in that time. The command's end, a full answer and Until
+	// end it sooner.
+	Full bool
+	// Until, if set, ends the wait as soon as a line of the unread output
+	// matches it (a line already unread, or one that comes; the line being
+	// written, a prompt, counts as it stands).
+	Until *regexp.Regexp
+}
+
+// Poll answers with the output since the last answer, waiting as w says for
+// some, or for the command's end; the final answer removes the session. A
+// cancelled ctx ends the wait with an error, and takes nothing.
+func (t *Table[E]) Poll(ctx context.Context, id string, wait Wait) (*Answer[E], error) {
 	s, err := t.get(id)
 	if err != nil {
 		return nil, err
@@ -367,7 +385,7 @@ func (t *Table[E]) Poll(ctx context.Context, id string, wait time.Duration) (*An
 // then answers as Poll. It fails (ErrStdin) when the command has ended or
 // closed its stdin, or does not take the input within writeWait; closeStdin
 // is refused on a terminal, where end of input is Ctrl-D ("\x04").
-func (t *Table[E]) Write(ctx context.Context, id string, input []byte, closeStdin bool, wait time.Duration) (*Answer[E], error) {
+func (t *Table[E]) Write(ctx context.Context, id string, input []byte, closeStdin bool, wait Wait) (*Answer[E], error) {
 	s, err := t.get(id)
 	if err != nil {
 		return nil, err
@@ -381,7 +399,7 @@ func (t *Table[E]) Write(ctx context.Context, id string, input []byte, closeStdi
 
 // Signal sends sig ("INT", "TERM" or "KILL") to the command, then answers as
 // Poll. A command that has ended is not signalled: the answer is its final one.
-func (t *Table[E]) Signal(ctx context.Context, id, sig string, wait time.Duration) (*Answer[E], error) {
+func (t *Table[E]) Signal(ctx context.Context, id, sig string, wait Wait) (*Answer[E], error) {
 	s, err := t.get(id)
 	if err != nil {
 		return nil, err
@@ -407,8 +425,26 @@ func (t *Table[E]) Close(ctx context.Context, id string) (*Answer[E], error) {
 		s.spec.End(ClosedNote)
 	}
 	<-s.done
-	return s.answer(ctx, 0)
+	return s.answer(ctx, Wait{})
 }
+
+// Latest is the last output of a session's command, whether read or not, as
+// it came: at most tailBytes of it, nil for none or an unknown id. It does not
+// count as a call.
+func (t *Table[E]) Latest(id string) []byte {
+	t.mu.Lock()
+	s := t.open[id]
+	t.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.tail...)
+}
+
+// tailBytes is how much of the latest output Latest keeps: a line or two.
+const tailBytes = 1024
 
 // List describes the open sessions, oldest first.
 func (t *Table[E]) List() []Info[E] {
@@ -479,6 +515,8 @@ type Session[E any] struct {
 	endedAt  time.Time     // when the command's tree was gone
 	answered bool          // an answer was given (the first one waits endGrace)
 	done     chan struct{} // closed when ended is set
+	tail     []byte        // the latest output, read or not (Latest)
+	watchers []*lineWatch  // answers waiting for a line (Wait.Until)
 }
 
 // ID is the session's id.
@@ -576,6 +614,10 @@ func (s *Session[E]) drain(f *os.File, st *stream, done *sync.WaitGroup) {
 		if n > 0 {
 			s.mu.Lock()
 			dropped := st.write(chunk[:n])
+			s.tail = AppendTail(s.tail, chunk[:n], tailBytes)
+			for _, w := range s.watchers {
+				w.feed(st, chunk[:n])
+			}
 			s.changedLocked()
 			s.mu.Unlock()
 			if dropped > 0 {
@@ -617,8 +659,8 @@ func (s *Session[E]) idleOut() {
 }
 
 // answer waits (see Poll) and answers; a final answer removes the session.
-func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E], error) {
-	s.await(ctx, wait)
+func (s *Session[E]) answer(ctx context.Context, wait Wait) (*Answer[E], error) {
+	matched := s.await(ctx, wait)
 	if err := ctx.Err(); err != nil {
 		// Nobody will read this answer (the call was cancelled): its output
 		// stays for the next.
@@ -627,7 +669,7 @@ func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E]
 	s.mu.Lock()
 	final := s.ended
 	s.answered = true
-	a := &Answer[E]{ID: s.id, Running: !final, End: s.end, Elapsed: time.Since(s.started)}
+	a := &Answer[E]{ID: s.id, Running: !final, End: s.end, Elapsed: time.Since(s.started), Matched: matched}
 	if final {
 		a.Elapsed = s.endedAt.Sub(s.started) // the command's life, not the time until this poll
 	}
@@ -641,13 +683,25 @@ func (s *Session[E]) answer(ctx context.Context, wait time.Duration) (*Answer[E]
 }
 
 // await returns when the command has ended, an answer is full, output has come
-// and been quiet for settle (while an output is open), wait has passed or ctx
-// is done.
-func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
-	if wait <= 0 {
-		return
+// and been quiet for settle (while an output is open, and unless wait.Full), a
+// line matches wait.Until (matched), wait.For has passed or ctx is done.
+func (s *Session[E]) await(ctx context.Context, wait Wait) (matched bool) {
+	if wait.For <= 0 {
+		return false
 	}
-	timeout := time.NewTimer(wait)
+	var lw *lineWatch
+	if wait.Until != nil {
+		if lw = s.watch(wait.Until); lw == nil {
+			return true // a line unread already matches
+		}
+		defer s.unwatch(lw)
+		defer func() {
+			s.mu.Lock()
+			matched = lw.hit
+			s.mu.Unlock()
+		}()
+	}
+	timeout := time.NewTimer(wait.For)
 	defer timeout.Stop()
 	var quiet, grace *time.Timer
 	var quietC, graceC <-chan time.Time
@@ -661,10 +715,11 @@ func (s *Session[E]) await(ctx context.Context, wait time.Duration) {
 	}()
 	for {
 		s.mu.Lock()
-		done := s.ended || s.stdout.full() || s.stderr.full()
+		done := s.ended || s.stdout.full() || s.stderr.full() || lw != nil && lw.hit
 		// Once every output is closed, no process of the tree is left to
 		// write: its end comes next, and is waited for rather than the pause.
-		some := (s.stdout.pending() || s.stderr.pending()) && !s.drained
+		// A full wait, or one for a line, does not answer at a pause.
+		some := (s.stdout.pending() || s.stderr.pending()) && !s.drained && !wait.Full && lw == nil
 		drained, first := s.drained, !s.answered
 		changed := s.changed
 		s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -131,30 +132,30 @@ func TestTablePollWriteSignalClose(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(t)
 	id := open(t, tab, f)
-	a, err := tab.Poll(ctx, id, 0)
+	a, err := tab.Poll(ctx, id, Wait{For: 0})
 	if err != nil || !a.Running || a.Stdout != "" {
 		t.Fatalf("poll = %+v, %v", a, err)
 	}
 	f.stdoutW.WriteString("one\n")
 	f.stderrW.WriteString("warn\n")
-	if a, err = tab.Poll(ctx, id, 10*time.Second); err != nil || a.Stdout != "one\n" {
+	if a, err = tab.Poll(ctx, id, Wait{For: 10 * time.Second}); err != nil || a.Stdout != "one\n" {
 		t.Errorf("poll = %+v, %v", a, err)
 	}
 	if a.Stderr == "" { // it may come in the next answer
-		a, _ = tab.Poll(ctx, id, 10*time.Second)
+		a, _ = tab.Poll(ctx, id, Wait{For: 10 * time.Second})
 	}
 	if a.Stderr != "warn\n" {
 		t.Errorf("stderr %q", a.Stderr)
 	}
 	// Input arrives.
-	if _, err := tab.Write(ctx, id, []byte("in"), false, 0); err != nil {
+	if _, err := tab.Write(ctx, id, []byte("in"), false, Wait{For: 0}); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 2)
 	if _, err := f.stdinR.Read(buf); err != nil || string(buf) != "in" {
 		t.Errorf("stdin read %q, %v", buf, err)
 	}
-	if _, err := tab.Signal(ctx, id, "INT", 0); err != nil || <-f.signals != "INT" {
+	if _, err := tab.Signal(ctx, id, "INT", Wait{For: 0}); err != nil || <-f.signals != "INT" {
 		t.Errorf("signal: %v", err)
 	}
 	// Close ends the command, answers finally, and the id is gone.
@@ -163,10 +164,10 @@ func TestTablePollWriteSignalClose(t *testing.T) {
 	if err != nil || a.Running || a.End != ClosedNote || a.Stdout != "last" {
 		t.Errorf("close = %+v, %v", a, err)
 	}
-	if _, err := tab.Poll(ctx, id, 0); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "read already") {
+	if _, err := tab.Poll(ctx, id, Wait{For: 0}); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "read already") {
 		t.Errorf("poll after close: %v", err)
 	}
-	if _, err := tab.Poll(ctx, "s-nothing", 0); !errors.Is(err, ErrUnknown) || err.Error() == "" {
+	if _, err := tab.Poll(ctx, "s-nothing", Wait{For: 0}); !errors.Is(err, ErrUnknown) || err.Error() == "" {
 		t.Errorf("poll of an unknown id: %v", err)
 	}
 }
@@ -180,7 +181,7 @@ func TestTableEndIsReadOnce(t *testing.T) {
 	if list := tab.List(); len(list) != 1 {
 		t.Errorf("list %+v", list)
 	}
-	a, err := tab.Poll(context.Background(), id, 10*time.Second)
+	a, err := tab.Poll(context.Background(), id, Wait{For: 10 * time.Second})
 	if err != nil || a.Running || a.End != "exit 0" || a.Stdout != "bye\n" {
 		t.Fatalf("poll = %+v, %v", a, err)
 	}
@@ -194,7 +195,7 @@ func TestTableEndIsReadOnce(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); !tab.open[id].isEnded() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := tab.Write(context.Background(), id, []byte("x"), false, 0); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "has ended") {
+	if _, err := tab.Write(context.Background(), id, []byte("x"), false, Wait{For: 0}); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "has ended") {
 		t.Errorf("write after the end: %v", err)
 	}
 }
@@ -204,20 +205,20 @@ func TestTableStdinNotRead(t *testing.T) {
 	f := newFake(t)
 	id := open(t, tab, f)
 	// Nobody reads: the pipe fills and the write gives up, saying so.
-	_, err := tab.Write(context.Background(), id, bytes.Repeat([]byte("x"), 1<<20), false, 0)
+	_, err := tab.Write(context.Background(), id, bytes.Repeat([]byte("x"), 1<<20), false, Wait{For: 0})
 	if !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "did not read its input") {
 		t.Errorf("write to a full pipe: %v", err)
 	}
 	// The read end closed: EPIPE.
 	f.stdinR.Close()
-	_, err = tab.Write(context.Background(), id, []byte("x"), false, 0)
+	_, err = tab.Write(context.Background(), id, []byte("x"), false, Wait{For: 0})
 	if !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "closed its stdin") {
 		t.Errorf("write to a closed stdin: %v", err)
 	}
-	if _, err := tab.Write(context.Background(), id, nil, true, 0); err != nil {
+	if _, err := tab.Write(context.Background(), id, nil, true, Wait{For: 0}); err != nil {
 		t.Errorf("closing stdin: %v", err)
 	}
-	if _, err := tab.Write(context.Background(), id, []byte("x"), false, 0); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "closeStdin") {
+	if _, err := tab.Write(context.Background(), id, []byte("x"), false, Wait{For: 0}); !errors.Is(err, ErrStdin) || !strings.Contains(err.Error(), "closeStdin") {
 		t.Errorf("write after closeStdin: %v", err)
 	}
 }
@@ -251,7 +252,7 @@ func TestTableIdle(t *testing.T) {
 		_, open := tab.open[id]
 		tab.mu.Unlock()
 		if !open {
-			_, err = tab.Poll(context.Background(), id, 0)
+			_, err = tab.Poll(context.Background(), id, Wait{For: 0})
 			break
 		}
 	}
@@ -269,7 +270,7 @@ func TestTableBusyIsNotIdle(t *testing.T) {
 	tab := NewTable[string](&Options{Idle: 50 * time.Millisecond})
 	f := newFake(t)
 	id := open(t, tab, f)
-	a, err := tab.Poll(context.Background(), id, 300*time.Millisecond)
+	a, err := tab.Poll(context.Background(), id, Wait{For: 300 * time.Millisecond})
 	if err != nil || !a.Running {
 		t.Fatalf("a poll longer than the idle limit: %+v, %v", a, err)
 	}
@@ -290,7 +291,7 @@ func TestTableFlood(t *testing.T) {
 	for start := time.Now(); time.Since(start) < 500*time.Millisecond; written += len(chunk) {
 		f.stdoutW.Write(chunk)
 	}
-	a, err := tab.Poll(context.Background(), id, 0)
+	a, err := tab.Poll(context.Background(), id, Wait{For: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,10 +317,10 @@ func TestTableCancelledPollTakesNothing(t *testing.T) {
 	f.stdoutW.WriteString("kept")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := tab.Poll(ctx, id, time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := tab.Poll(ctx, id, Wait{For: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled poll: %v", err)
 	}
-	if a, err := tab.Poll(context.Background(), id, 10*time.Second); err != nil || a.Stdout != "kept" {
+	if a, err := tab.Poll(context.Background(), id, Wait{For: 10 * time.Second}); err != nil || a.Stdout != "kept" {
 		t.Errorf("next poll = %+v, %v", a, err)
 	}
 }
@@ -348,7 +349,7 @@ func TestTableEndedFreesPlace(t *testing.T) {
 	}
 	third := newFake(t)
 	ids = append(ids, r.Open(third.spec, time.Now()).ID())
-	a, err := tab.Poll(context.Background(), ids[0], 0)
+	a, err := tab.Poll(context.Background(), ids[0], Wait{For: 0})
 	if err != nil || a.Running || a.End != "exit 1" || a.Stdout != "last words\n" {
 		t.Fatalf("the ended one's result: %+v, %v", a, err)
 	}
@@ -369,10 +370,10 @@ func TestTableEndedFreesPlace(t *testing.T) {
 	id := open(t, tab, f)
 	f.end("exit 0")
 	waitEnded(t, tab, id)
-	if _, err := tab.Poll(context.Background(), ids[1], 0); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "dropped unread") {
+	if _, err := tab.Poll(context.Background(), ids[1], Wait{For: 0}); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "dropped unread") {
 		t.Errorf("the oldest unread result past Max: %v", err)
 	}
-	if a, err := tab.Poll(context.Background(), id, 0); err != nil || a.Running {
+	if a, err := tab.Poll(context.Background(), id, Wait{For: 0}); err != nil || a.Running {
 		t.Errorf("the newest: %+v %v", a, err)
 	}
 }
@@ -392,4 +393,76 @@ func waitEnded(t *testing.T, tab *Table[string], id string) {
 		}
 	}
 	t.Fatalf("session %s did not end", id)
+}
+
+// TestPollWaits: a full wait answers with everything that came until the
+// command's end, not with the first burst; a wait for a line answers once a
+// line matches: one unread already, one that comes, a prompt being written,
+// never a line made of two outputs.
+func TestPollWaits(t *testing.T) {
+	tab := NewTable[string](nil)
+	ctx := context.Background()
+	hour := time.Hour
+
+	f := newFake(t)
+	id := open(t, tab, f)
+	f.stdoutW.Write([]byte("a\n"))
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		f.stdoutW.Write([]byte("b\n"))
+		time.Sleep(20 * time.Millisecond)
+		f.end("exited")
+	}()
+	a, err := tab.Poll(ctx, id, Wait{For: hour, Full: true})
+	if err != nil || a.Running || a.Stdout != "a\nb\n" {
+		t.Errorf("a full wait: %+v %v; want the final answer with both lines", a, err)
+	}
+
+	f = newFake(t)
+	id = open(t, tab, f)
+	f.stdoutW.Write([]byte("building\nready on :8000\n"))
+	if a, err := tab.Poll(ctx, id, Wait{For: hour, Until: regexp.MustCompile(`ready on :\d+`)}); err != nil || !a.Running || !strings.Contains(a.Stdout, "ready on :8000") {
+		t.Errorf("a line unread already: %+v %v", a, err)
+	}
+	go func() {
+		f.stdoutW.Write([]byte("step 1\n"))
+		time.Sleep(20 * time.Millisecond)
+		f.stdoutW.Write([]byte("step 2\r\nPass"))
+		time.Sleep(20 * time.Millisecond)
+		f.stdoutW.Write([]byte("word: "))
+	}()
+	if a, err := tab.Poll(ctx, id, Wait{For: hour, Until: regexp.MustCompile(`^Password: $`)}); err != nil || !a.Running || !strings.HasSuffix(a.Stdout, "step 2\r\nPassword: ") {
+		t.Errorf("a prompt being written: %+v %v", a, err)
+	}
+	// A line begun in the unread output and ended by what comes is one line.
+	f.stdoutW.Write([]byte("listening"))
+	waitUnread(t, tab, id)
+	go func() { f.stdoutW.Write([]byte(" on 8000\n")) }()
+	if a, err := tab.Poll(ctx, id, Wait{For: hour, Until: regexp.MustCompile(`^listening on \d+$`)}); err != nil || !a.Running || !a.Matched || a.Stdout != "listening on 8000\n" {
+		t.Errorf("a line begun unread: %+v %v", a, err)
+	}
+	// Half a line on each output is no line: the wait goes on to the end.
+	f.stdoutW.Write([]byte("rea"))
+	f.stderrW.Write([]byte("dy\n"))
+	go func() { time.Sleep(50 * time.Millisecond); f.end("exited") }()
+	if a, err := tab.Poll(ctx, id, Wait{For: hour, Until: regexp.MustCompile(`^ready$`)}); err != nil || a.Running {
+		t.Errorf("a line of two outputs matched: %+v %v", a, err)
+	}
+}
+
+// waitUnread waits until session id has unread output.
+func waitUnread(t *testing.T, tab *Table[string], id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		tab.mu.Lock()
+		s := tab.open[id]
+		tab.mu.Unlock()
+		s.mu.Lock()
+		n := s.stdout.n
+		s.mu.Unlock()
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatalf("session %s: no unread output", id)
 }

@@ -23,7 +23,7 @@ import (
 // Copy modes for CreateRequest.CopyMode.
 const (
 	CopyModeClone = "clone" // copy-on-write only; fail rather than copy
-	CopyModeAuto  = "auto"  // clone where possible, ordinary copy otherwise
+	CopyModeAuto  = "auto"  // clone where possible, ordinary copy otherwise (the default)
 )
 
 // CreateRequest holds create's parameters; all are fixed for the workspace's life.
@@ -31,7 +31,7 @@ type CreateRequest struct {
 	HostPath    string   // absolute existing directory; symlinks are resolved
 	SandboxPath string   // absolute path the sandbox sees, e.g. /mnt/project; not "/"
 	StoragePath string   // "" = Options.DefaultStorage
-	CopyMode    string   // "" or "clone", or "auto"
+	CopyMode    string   // "" (auto), "auto" or "clone"
 	Excludes    []string // exact relative paths left out of the copy and of syncs
 }
 
@@ -117,10 +117,10 @@ func (s *Store) validateCreate(req CreateRequest) (*record, excludes, error) {
 	}
 	mode := req.CopyMode
 	if mode == "" {
-		mode = CopyModeClone
+		mode = CopyModeAuto
 	}
 	if mode != CopyModeClone && mode != CopyModeAuto {
-		return nil, nil, invalidf("copyMode %q: use \"clone\" (default) or \"auto\"", req.CopyMode)
+		return nil, nil, invalidf("copyMode %q: use \"auto\" (default) or \"clone\"", req.CopyMode)
 	}
 	ex, err := parseExcludes(req.Excludes)
 	if err != nil {

@@ -71,7 +71,7 @@ func TestCreateCloneSharesBlocks(t *testing.T) {
 	if _, err := e.s.Create(context.Background(), CreateRequest{HostPath: alias, SandboxPath: "/mnt/project/", StoragePath: e.storage}); err == nil || !strings.Contains(err.Error(), "give "+e.src) {
 		t.Fatalf("hostPath through a symbolic link: err %v, want a refusal naming %s", err, e.src)
 	}
-	res, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/project/", StoragePath: e.storage})
+	res, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/project/", StoragePath: e.storage, CopyMode: CopyModeClone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,21 +139,24 @@ func TestCreateWithoutCopyOnWrite(t *testing.T) {
 	}
 	e := newEnvOn(t, tmpfsDir, CopyModeClone)
 	fillSource(t, e.src)
-	_, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: e.storage})
+	_, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: e.storage, CopyMode: CopyModeClone})
 	if !errors.Is(err, ErrCloneUnsupported) || !errors.Is(err, unix.EOPNOTSUPP) ||
 		!strings.Contains(err.Error(), "EOPNOTSUPP") || !strings.Contains(err.Error(), `copyMode "auto"`) {
 		t.Fatalf("clone on tmpfs: %v; want EOPNOTSUPP suggesting copyMode \"auto\"", err)
 	}
 	noWorkspaceLeft(t, e)
 
-	res, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: e.storage, CopyMode: CopyModeAuto})
-	if err != nil {
-		t.Fatal(err)
+	// auto, asked for or the default: a copy.
+	for _, mode := range []string{CopyModeAuto, ""} {
+		res, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: e.storage, CopyMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ClonedFiles != 0 || res.CopiedFiles != 3 || res.CopyMode != CopyModeAuto || res.CopiedBy != "copy" {
+			t.Errorf("copyMode %q on tmpfs: %+v, want 3 copied", mode, res)
+		}
+		sameMetadata(t, e.src, e.work(res.WorkspaceID))
 	}
-	if res.ClonedFiles != 0 || res.CopiedFiles != 3 || res.CopyMode != CopyModeAuto || res.CopiedBy != "copy" {
-		t.Errorf("auto on tmpfs: %+v, want 3 copied", res)
-	}
-	sameMetadata(t, e.src, e.work(res.WorkspaceID))
 }
 
 func TestCreateAcrossFilesystems(t *testing.T) {
@@ -165,7 +168,7 @@ func TestCreateAcrossFilesystems(t *testing.T) {
 	storage, _ := os.MkdirTemp(xfsDir, "storage-")
 	t.Cleanup(func() { os.RemoveAll(storage) })
 	e.storage = storage
-	_, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: storage})
+	_, err := e.s.Create(context.Background(), CreateRequest{HostPath: e.src, SandboxPath: "/mnt/p", StoragePath: storage, CopyMode: CopyModeClone})
 	if !errors.Is(err, ErrCloneUnsupported) || !errors.Is(err, unix.EXDEV) || !strings.Contains(err.Error(), "EXDEV") ||
 		!strings.Contains(err.Error(), "different filesystems") {
 		t.Fatalf("clone across filesystems: %v; want EXDEV", err)

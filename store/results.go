@@ -19,7 +19,7 @@ type CreateResult struct {
 	SandboxPath string   `json:"sandboxPath"`
 	ClonedFiles int      `json:"clonedFiles"`
 	CopiedFiles int      `json:"copiedFiles"`
-	// CopyMode is the mode asked for (clone when none was); CopiedBy is how the files
+	// CopyMode is the mode asked for (auto when none was); CopiedBy is how the files
 	// were made: "clone", "copy", "clone and copy" (auto, where only some files could
 	// be cloned) or "none" (a source without files).
 	CopyMode string `json:"copyMode"`

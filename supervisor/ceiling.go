@@ -91,6 +91,8 @@ func (s *Server) lower(name string, given bool, v int) int {
 func (s *Server) admitExec(ctx context.Context, in *ExecInput, c *execCall) error {
 	c.timeoutMs = s.lower("timeoutMs", in.TimeoutMs != nil, c.timeoutMs)
 	c.timeout = time.Duration(c.timeoutMs) * time.Millisecond
+	c.caps = s.timeoutCaps()
+	c.limitCaps = s.limitCaps()
 	c.memoryMb = s.lower("memoryMb", in.MemoryMb != nil, c.memoryMb)
 	c.limits.memoryMb = c.memoryMb
 	c.limits.Processes = s.lower("maxProcesses", in.MaxProcesses != nil, c.limits.Processes)

@@ -29,7 +29,7 @@ type ExecInput struct {
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
 	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
-	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork. session:SESSION_ID:PORT puts a running session's port (a dev server) at this command's own localhost:PORT, and opens nothing else"`
+	AllowHosts   []string           `json:"allowHosts,omitempty" jsonschema:"reach only these hosts, through autobox's proxy (HTTP_PROXY and ALL_PROXY are set): example.com (ports 80 and 443), *.example.com (subdomains), example.com:8443, localhost:5432, 10.1.2.0/24:5432, [2001:db8::1]:443; not with allowNetwork. localhost:PORT also puts the host's PORT at this command's own localhost:PORT (for psql, raw sockets, clients that ignore the proxy). session:SESSION_ID:PORT puts a running session's port (a dev server) at this command's own localhost:PORT, and opens nothing else"`
 	Mounts       []policy.MountSpec `json:"mounts,omitempty" jsonschema:"host directories {hostPath, sandboxPath, mode} or workspaces {workspaceId}"`
 	Cwd          string             `json:"cwd,omitempty" jsonschema:"working directory (sandbox or host path) inside a declared mount; default: the per-call scratch dir"`
 	MaxProcesses *int               `json:"maxProcesses,omitempty" jsonschema:"processes and threads alive at once in the tree; a fork past it fails with EAGAIN, and a call whose forks keep being refused is killed"`
@@ -42,7 +42,7 @@ type ExecInput struct {
 	Cols         *int               `json:"cols,omitempty" jsonschema:"tty: the terminal's width in columns"`
 	Caches       []string           `json:"caches,omitempty" jsonschema:"tool caches kept between calls, mounted read-write and set through the tool's variables: npm (npm_config_cache), pip (PIP_CACHE_DIR), go (GOCACHE, GOMODCACHE), cargo (CARGO_HOME); the user's own, outside every mount"`
 	Expose       []int              `json:"expose,omitempty" jsonschema:"with yieldMs: ports the session's server listens on (inside its sandbox) to forward to the host's 127.0.0.1 for the user's browser; the answers report ports[{port, url}]; closed when the session ends"`
-	Env          []string           `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"] ($PATH in PATH is the default PATH; sandbox paths in values are rewritten to host paths); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
+	Env          EnvList            `json:"env,omitempty" jsonschema:"environment variables for the command, each NAME=VALUE, added to or replacing its defaults, e.g. [\"CI=1\", \"NODE_ENV=test\", \"PATH=/usr/local/go/bin:$PATH\"], or the same as an object {\"CI\": \"1\", \"NODE_ENV\": \"test\"} ($PATH in PATH is the default PATH); HOME, TMPDIR, the proxy variables and AUTOBOX_* cannot be set"`
 }
 
 // ExecOutput is the exec_command result.
@@ -67,6 +67,7 @@ type ExecOutput struct {
 	StdoutDropped   int64         `json:"stdoutDropped,omitempty" jsonschema:"a session's answer: bytes of stdout dropped since the last answer (not read in time, or past the final answer's limit); a note marks where"`
 	StderrDropped   int64         `json:"stderrDropped,omitempty" jsonschema:"a session's answer: bytes of stderr dropped since the last answer; a note marks where"`
 	Ports           []PortReport  `json:"ports,omitempty" jsonschema:"a running session's exposed ports (expose): where the host reaches each"`
+	Matched         bool          `json:"matched,omitempty" jsonschema:"a session's answer: it went because a line of the output matched until"`
 	Mounts          []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the command ran with, each with the host directory it resolved to"`
 }
 
@@ -86,14 +87,17 @@ type execCall struct {
 	rows, cols int
 	env        []string // the call's own variables, KEY=VALUE
 	caches     callCaches
-	routes     []sessionRoute // allowHosts session:ID:PORT entries (ports.go)
-	expose     []int          // a session's ports to expose to the host
-	what       string         // the call in a question to the user: "this command (…)"
-	clock      callClock      // timeoutMs (clock.go)
+	routes     []sessionRoute        // allowHosts session:ID:PORT entries (ports.go)
+	hostRoutes []policy.LoopbackPort // allowHosts localhost:PORT entries put at the command's own (hostports.go)
+	expose     []int                 // a session's ports to expose to the host
+	what       string                // the call in a question to the user: "this command (…)"
+	clock      callClock             // timeoutMs (clock.go)
+	caps       timeoutCaps           // the most timeoutMs could be, for a timeout's note (timelimit.go)
+	limitCaps  limitCaps             // the most maxWriteMb and maxOpenFiles could be, for their notes (limitnotes.go)
 }
 
 func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
-	c := &execCall{}
+	c := &execCall{caps: defaultCaps, limitCaps: limitCaps{writeMb: int(execMaxWriteMb.max), openFiles: int(execMaxOpenFiles.max)}}
 	if len(in.Command) == 0 {
 		return nil, fmt.Errorf("%w: command is required: a non-empty argument vector", policy.ErrInvalid)
 	}
@@ -129,6 +133,9 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 		return nil, err
 	}
 	if err = s.resolvePorts(c, in); err != nil {
+		return nil, err
+	}
+	if err = s.hostPorts(c); err != nil { // hostports.go
 		return nil, err
 	}
 	if c.memoryMb, err = bounded(execMemoryMb, in.MemoryMb); err != nil {
@@ -234,8 +241,12 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	defer ports.close()
 	out := &ExecOutput{Mounts: reportMounts(c.mounts)}
-	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout"}
-	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr"}
+	var tail *outputTail // the latest output, for reports of progress
+	if progressOf(ctx) != nil {
+		tail = &outputTail{}
+	}
+	stdout := &cappedPipe{max: policy.ExecMaxStdout, what: "stdout", tail: tail}
+	stderr := &cappedPipe{max: policy.ExecMaxStderr, what: "stderr", tail: tail}
 	so, err := stdout.open()
 	if err != nil {
 		return nil, err
@@ -266,7 +277,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	k := &killSwitch{tree: tree}
 	stopLimits := c.enforce(tree, k)
 	stopCancel := context.AfterFunc(ctx, func() { k.kill("cancelled") })
+	stopProgress := reportProgress(ctx, start, c.timeout, tail.line)
 	res, werr := tree.Wait()
+	stopProgress()
 	stopCancel()
 	watched := stopLimits()
 	killedBy := k.settle()
@@ -364,7 +377,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	switch {
 	case killedBy == "timeout":
 		out.Killed = true
-		out.Stderr = fmt.Sprintf("killed: timeout after %dms\n", c.timeoutMs) + out.Stderr
+		out.Stderr = c.timeoutNote() + "\n" + out.Stderr
 	case strings.HasPrefix(killedBy, "disk"):
 		out.Killed = true
 		out.Stderr = killedBy + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
@@ -380,6 +393,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	}
 	c.noteRefusals(out, tree, killedBy)
 	noteCompat(out, res)
+	c.noteLimits(out, scratch, killedBy)
 	if pc != nil {
 		for _, name := range res.Lookups {
 			pc.Deny(proxy.LookupDenial(name))
@@ -547,6 +561,7 @@ type cappedPipe struct {
 	buf       []byte
 	truncated bool
 	done      chan struct{}
+	tail      *outputTail // nil, or where the latest output is kept too
 }
 
 func (c *cappedPipe) open() (*os.File, error) {
@@ -566,6 +581,7 @@ func (c *cappedPipe) drain() {
 	for {
 		n, err := c.r.Read(chunk)
 		if n > 0 {
+			c.tail.add(chunk[:n])
 			if room := c.max - len(c.buf); room > 0 {
 				if n > room {
 					c.buf = append(c.buf, chunk[:room]...)

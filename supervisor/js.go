@@ -131,11 +131,18 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 			out.Network = &rec
 		}()
 	}
-	res, err := s.converse(ctx, w, c, b)
+	var tail *outputTail // the latest console line, for reports of progress
+	if progressOf(ctx) != nil {
+		tail, c.run.Progress = &outputTail{}, true
+	}
+	stopProgress := reportProgress(ctx, start, time.Duration(c.run.TimeoutMs)*time.Millisecond, tail.line)
+	res, err := s.converse(ctx, w, c, b, tail)
+	stopProgress()
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	out.ReadBytes, out.WriteBytes = b.readBytes, b.writeBytes
 	if err != nil {
 		msg := err.Error()
+		msg += jsNote(msg, s.jsTimeoutCap())
 		out.Error = &msg
 		return out, nil
 	}
@@ -144,7 +151,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		out.Result = res.Result
 	}
 	if res.Error != "" {
-		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork)
+		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork) + jsNote(res.Error, s.jsTimeoutCap())
 		out.Error = &msg
 	}
 	if res.Logs != nil {
@@ -155,7 +162,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 
 // converse sends the call to the worker and answers its bridge requests until the
 // result arrives, the worker dies, the time limit plus grace passes, or ctx ends.
-func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge) (*proto.Result, error) {
+func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge, tail *outputTail) (*proto.Result, error) {
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeRun, Run: &c.run}); err != nil {
 		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
 	}
@@ -191,6 +198,8 @@ func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge
 				return nil, errors.New("Error: JS worker sent an empty result")
 			}
 			return m.Result, nil
+		case proto.TypeLog:
+			tail.add([]byte("\n" + m.Log))
 		case proto.TypeBridge:
 			if m.Bridge != nil && m.Bridge.Op == "fetch" {
 				err = fetches.start(m.Bridge)

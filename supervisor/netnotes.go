@@ -27,7 +27,7 @@ var offlineSigns = []string{
 
 // offlineNote is appended to the stderr of a failed command of a call
 // without network whose output looks like a network failure.
-const offlineNote = "\n[autobox: this call has no network (neither allowNetwork nor allowHosts), which looks like why the command failed: pass allowHosts with the hosts it needs, e.g. [\"pypi.org\", \"files.pythonhosted.org\"] (through autobox's proxy, recorded in network), or allowNetwork for the whole network (ask the user first); loopback (127.0.0.1) works without either, and a session's server is reached with allowHosts [\"session:SESSION_ID:PORT\"]]\n"
+const offlineNote = "\n[autobox: this call has no network (neither allowNetwork nor allowHosts), which looks like why the command failed: pass allowHosts with the hosts it needs, e.g. [\"pypi.org\", \"files.pythonhosted.org\"] (through autobox's proxy, recorded in network), or allowNetwork for the whole network (ask the user first). The command's 127.0.0.1 is its own, not the host's: a server of the host is reached with allowHosts [\"localhost:PORT\"], a session's with [\"session:SESSION_ID:PORT\"]]\n"
 
 // proxyIgnoredNote is appended when a command of a call with allowHosts
 // failed to look a name up itself: it ignored the proxy variables.

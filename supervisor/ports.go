@@ -224,7 +224,7 @@ type callPorts struct {
 func (s *Server) portsFor(c *execCall, cmd *policy.Command, pc *proxy.Call, session bool) (*callPorts, error) {
 	cp := &callPorts{sp: &s.sports}
 	private := s.privateNet(c)
-	if len(c.routes) == 0 && !(session && private) {
+	if len(c.routes) == 0 && (len(c.hostRoutes) == 0 || pc == nil) && !(session && private) {
 		for _, p := range c.expose { // a session on the host's network
 			cp.reports = append(cp.reports, PortReport{Port: p, URL: "http://127.0.0.1:" + strconv.Itoa(p),
 				Note: "the session shares the host's network (allowNetwork): this is its own port on the host, not a relay"})
@@ -245,6 +245,9 @@ func (s *Server) portsFor(c *execCall, cmd *policy.Command, pc *proxy.Call, sess
 		if pc != nil {
 			pc.RouteLocal(r.port, SessionEntryPrefix+r.id, func(ctx context.Context) (net.Conn, error) { return r.target.Dial(ctx, r.port) })
 		}
+	}
+	if pc != nil {
+		routeHostPorts(c, cp.ep, cmd, pc) // hostports.go
 	}
 	for _, p := range c.expose {
 		hp, err := cp.ep.Expose(uint16(p))

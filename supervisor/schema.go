@@ -156,7 +156,7 @@ var inputRules = map[string]map[string][]rule{
 	"copy_then_sync": {
 		"action":   {choices(true, "create", "status", "sync", "resolve", "merge", "discard")},
 		"diff":     {byDefault(false)},
-		"copyMode": {choices(false, store.CopyModeClone, store.CopyModeAuto)},
+		"copyMode": {choices(false, store.CopyModeAuto, store.CopyModeClone)},
 		"excludes": {byDefault([]string{})},
 	},
 }

@@ -221,7 +221,9 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	// The call that starts a session may be cancelled while it waits for its
 	// first answer: the client never learns the id, so the session ends.
 	stopCancel := context.AfterFunc(ctx, func() { sess.kill("cancelled") })
-	a, err := s.sessions.Poll(context.Background(), sess.id, *c.yield)
+	stopProgress := reportProgress(ctx, start, *c.yield, func() string { return lastLine(s.sessions.Latest(sess.id)) })
+	a, err := s.sessions.Poll(context.Background(), sess.id, session.Wait{For: *c.yield})
+	stopProgress()
 	stopCancel()
 	if err != nil {
 		return nil, err
@@ -409,6 +411,7 @@ func sessionOutput(a *session.Answer[sessionEnd], unsafe bool) (*ExecOutput, boo
 		StdoutTruncated: a.StdoutDropped > 0, StderrTruncated: a.StderrDropped > 0,
 		DurationMs:  float64(a.Elapsed.Microseconds()) / 1000,
 		Unsandboxed: unsafe,
+		Matched:     a.Matched,
 	}
 	isErr := false
 	if a.Running {

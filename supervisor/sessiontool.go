@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/autobox-dev/autobox/policy"
@@ -14,7 +15,8 @@ type SessionInput struct {
 	SessionID  string  `json:"sessionId,omitempty" jsonschema:"the session, as exec_command with yieldMs answered (every action but list)"`
 	Action     string  `json:"action" jsonschema:"poll: the output since the last answer, waiting up to yieldMs for some (the command's end gives its final result, once); write: send input, then poll; signal: send signal, then poll; close: kill the whole tree and give the final result; list: the open sessions"`
 	Input      *string `json:"input,omitempty" jsonschema:"write: text for the command's stdin (at most 64 KB); on a tty, keys as characters: \\u0003 is Ctrl-C, \\u0004 Ctrl-D, \\r Enter"`
-	YieldMs    *int    `json:"yieldMs,omitempty" jsonschema:"poll, write, signal: wait up to this long for output; the answer goes once output has come and paused, or the command ended"`
+	YieldMs    *int    `json:"yieldMs,omitempty" jsonschema:"poll: wait this long and answer with what came meanwhile (sooner when the command ends, an answer's worth is waiting, or a line matches until); write, signal: wait up to this long for output, answering once it has come and paused"`
+	Until      string  `json:"until,omitempty" jsonschema:"poll, write, signal: a regular expression (RE2, e.g. \"Listening on|ERROR\"); the answer goes as soon as a line of the output matches it (one not read yet, or one that comes; a prompt being written counts), or at yieldMs, or at the command's end"`
 	Signal     string  `json:"signal,omitempty" jsonschema:"signal: INT (on a tty to its foreground job, as Ctrl-C), TERM or KILL (to the command's process group)"`
 	CloseStdin bool    `json:"closeStdin,omitempty" jsonschema:"write: close the command's stdin after the input (end of file); not on a tty, where \\u0004 is end of input"`
 }
@@ -56,15 +58,24 @@ func (s *Server) ExecSession(ctx context.Context, in *SessionInput) (*SessionOut
 	}
 	var a *session.Answer[sessionEnd]
 	var err error
+	w := session.Wait{For: wait}
+	if in.Until != "" {
+		w.Until = regexp.MustCompile(in.Until) // validated
+	}
+	if in.Action != "list" && in.Action != "close" {
+		stop := reportProgress(ctx, start, wait, func() string { return lastLine(s.sessions.Latest(in.SessionID)) })
+		defer stop()
+	}
 	switch in.Action {
 	case "list":
 		return s.listSessions(start), false, nil
 	case "poll":
-		a, err = s.sessions.Poll(ctx, in.SessionID, wait)
+		w.Full = true // what came in yieldMs, not the first burst
+		a, err = s.sessions.Poll(ctx, in.SessionID, w)
 	case "write":
-		a, err = s.sessions.Write(ctx, in.SessionID, []byte(*in.Input), in.CloseStdin, wait)
+		a, err = s.sessions.Write(ctx, in.SessionID, []byte(*in.Input), in.CloseStdin, w)
 	case "signal":
-		a, err = s.sessions.Signal(ctx, in.SessionID, in.Signal, wait)
+		a, err = s.sessions.Signal(ctx, in.SessionID, in.Signal, w)
 	case "close":
 		a, err = s.sessions.Close(ctx, in.SessionID)
 	}
@@ -85,7 +96,7 @@ func validateSession(in *SessionInput) error {
 	}
 	switch in.Action {
 	case "list":
-		if in.SessionID != "" || in.Input != nil || in.Signal != "" || in.YieldMs != nil || in.CloseStdin {
+		if in.SessionID != "" || in.Input != nil || in.Signal != "" || in.YieldMs != nil || in.CloseStdin || in.Until != "" {
 			return refuse("list takes no other parameter")
 		}
 		return nil
@@ -97,6 +108,14 @@ func validateSession(in *SessionInput) error {
 	}
 	if in.SessionID == "" {
 		return refuse("%s needs sessionId (exec_command with yieldMs answers with it)", in.Action)
+	}
+	if in.Until != "" {
+		if in.Action == "close" {
+			return refuse("close takes no until: it waits for the end")
+		}
+		if _, err := regexp.Compile(in.Until); err != nil {
+			return refuse("until is not a regular expression (RE2 syntax): %v", err)
+		}
 	}
 	if in.YieldMs != nil {
 		if in.Action == "close" {

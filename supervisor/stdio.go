@@ -192,8 +192,21 @@ func (c *lineConn) directCall(req *jsonrpc.Request) *directCall {
 		if d.newProtocol, ok = newProtocolMeta(params.Meta); !ok {
 			return nil
 		}
+		d.progressToken = progressToken(params.Meta)
 	}
 	return d
+}
+
+// progressToken is the progress token of a request's _meta (a string or a
+// number, kept as written), nil for none.
+func progressToken(meta json.RawMessage) any {
+	var m struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(meta, &m) != nil || len(m.Token) == 0 || string(m.Token) == "null" {
+		return nil
+	}
+	return m.Token
 }
 
 // plainToolCall decodes a line that is a tools/call request of the plainest form:
@@ -279,11 +292,12 @@ func tooDeep(b []byte, limit int) bool {
 
 // directCall is a tools/call request answered by the transport.
 type directCall struct {
-	name        string
-	call        toolCall
-	args        json.RawMessage
-	meta        json.RawMessage
-	newProtocol bool // the request carries MCP 2026-07-28 per-request metadata
+	name          string
+	call          toolCall
+	args          json.RawMessage
+	meta          json.RawMessage
+	newProtocol   bool // the request carries MCP 2026-07-28 per-request metadata
+	progressToken any  // the request's _meta.progressToken, nil for none
 }
 
 // newProtocol2026 is the MCP version whose per-request metadata the direct path
@@ -329,7 +343,7 @@ func isObject(raw json.RawMessage) bool {
 func (c *lineConn) runDirect(ctx context.Context, cancel context.CancelCauseFunc, req *jsonrpc.Request, d *directCall) {
 	defer cancel(nil)
 	c.direct.answered.Add(1)
-	res := c.direct.serve(ctx, d)
+	res := c.direct.serve(WithProgress(ctx, mcpProgress(c.direct.session(), d.progressToken)), d)
 	if d.newProtocol {
 		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: c.direct.server})
 	}

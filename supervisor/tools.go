@@ -61,6 +61,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, calls map[string]toolCall,
 	calls[t.Name] = call
 	srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p := req.Params
+		ctx = WithProgress(ctx, mcpProgress(req.Session, p.GetProgressToken()))
 		return s.serveCall(ctx, callParams{session: req.Session, caps: req.ClientCapabilities(), name: t.Name, args: p.Arguments, state: p.RequestState, responses: p.InputResponses}, call)
 	})
 }
@@ -107,6 +108,13 @@ func findMistake(raw json.RawMessage, t reflect.Type, tool, path string) string 
 		return "" // null leaves the field as it was: never the mistake
 	}
 	got := jsonValueKind(raw)
+	// A parameter that takes more than one form (EnvList) judges itself.
+	if u, ok := reflect.New(t).Interface().(json.Unmarshaler); ok {
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return fmt.Sprintf("%s: %v", path, err)
+		}
+		return ""
+	}
 	wrong := func() string {
 		if path == "" {
 			return fmt.Sprintf("the arguments must be an object, not %s", got)

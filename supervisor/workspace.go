@@ -19,7 +19,7 @@ type WorkspaceInput struct {
 	HostPath    string   `json:"hostPath,omitempty" jsonschema:"create: absolute existing source directory"`
 	SandboxPath string   `json:"sandboxPath,omitempty" jsonschema:"create: absolute sandbox path the workspace is mounted at, e.g. /mnt/project; not /"`
 	StoragePath string   `json:"storagePath,omitempty" jsonschema:"create: absolute storage directory outside the source (default: the user's data dir)"`
-	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: clone (copy-on-write required) or auto (ordinary copy allowed)"`
+	CopyMode    string   `json:"copyMode,omitempty" jsonschema:"create: auto (the default: copy-on-write where the filesystem has it, an ordinary copy elsewhere; copiedBy says which) or clone (copy-on-write only, refused where the filesystem lacks it)"`
 	Excludes    []string `json:"excludes,omitempty" jsonschema:"create: exact relative paths or subtrees to leave out, e.g. node_modules"`
 	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, resolve, merge, discard: the id returned by create"`
 	Diff        bool     `json:"diff,omitempty" jsonschema:"status: add a unified diff of the changes (text hunks; binary and files over 1 MB summarised; at most 64 KB in all)"`
@@ -127,7 +127,7 @@ type WorkspaceOutput struct {
 	SandboxPath string           `json:"sandboxPath,omitempty" jsonschema:"where the workspace is mounted"`
 	ClonedFiles *int             `json:"clonedFiles,omitempty" jsonschema:"files copied by cloning (copy-on-write)"`
 	CopiedFiles *int             `json:"copiedFiles,omitempty" jsonschema:"files copied byte by byte"`
-	CopyMode    string           `json:"copyMode,omitempty" jsonschema:"create: the copyMode used (clone when none was given)"`
+	CopyMode    string           `json:"copyMode,omitempty" jsonschema:"create: the copyMode used (auto when none was given)"`
 	CopiedBy    string           `json:"copiedBy,omitempty" jsonschema:"create: how the files were made: clone, copy, clone and copy (auto, where only some could be cloned) or none (no files)"`
 	Changes     []store.Change   `json:"changes,omitempty" jsonschema:"status, sync: the workspace's changes against its baseline"`
 	Conflicts   []store.Conflict `json:"conflicts,omitempty" jsonschema:"status, sync: paths changed on both sides, or changes the rules forbid; a sync with conflicts applies nothing"`

@@ -55,7 +55,9 @@ func TestAgentDay(t *testing.T) {
 	writeFile(t, filepath.Join(project, "calc.sh"), "#!/bin/sh\n# calc: add two numbers\nadd() { echo $(($1 - $2)); }\n\n\n# the end\n")
 	writeFile(t, filepath.Join(project, "test.sh"), ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo PASS || { echo FAIL: add 2 3 = $(add 2 3); exit 1; }\n")
 	mount := []map[string]any{{"hostPath": project, "sandboxPath": "/mnt/project", "mode": "ro"}}
-	o := exec1(map[string]any{"command": []string{"sh", "test.sh"}, "cwd": "/mnt/project", "mounts": mount})
+	// A test run slower than the seed's 1.5 s limit (a real suite's start-up
+	// under load) runs to its end with the default timeoutMs.
+	o := exec1(map[string]any{"command": []string{"sh", "-c", "sleep 2; sh test.sh"}, "cwd": "/mnt/project", "mounts": mount})
 	if o.code() != 1 || !strings.Contains(o.Stdout, "FAIL: add 2 3 = -1") {
 		t.Fatalf("step 1, the failing test: %+v", o)
 	}
@@ -175,7 +177,9 @@ func TestAgentDay(t *testing.T) {
 		t.Fatalf("step 5, the prompt: %+v %q", p, prompt)
 	}
 	var a sessOut
-	call("exec_session", map[string]any{"sessionId": p.SessionID, "action": "write", "input": "y\r", "yieldMs": 10000}, &a)
+	// until: the answer waits for the line, not for the first pause (the
+	// terminal's echo of "y" may come alone).
+	call("exec_session", map[string]any{"sessionId": p.SessionID, "action": "write", "input": "y\r", "yieldMs": 10000, "until": "^answer="}, &a)
 	if answer, _ := s.until(p.SessionID, "answer=y", a.Stdout); !strings.Contains(answer, "answer=y") {
 		t.Errorf("step 5, the answer: %+v %q", a, answer)
 	}

@@ -211,8 +211,13 @@ func TestCeilingLowersDefaults(t *testing.T) {
 	requireSandbox(t)
 	s := start(t, "serve", "--policy", writePolicy(t, `{"limits": {"timeoutMs": 1000, "maxWriteMb": 1}}`))
 	o, _ := s.exec(map[string]any{"command": []string{"sleep", "5"}})
-	if !o.Killed || !strings.HasPrefix(o.Stderr, "killed: timeout after 1000ms") {
-		t.Errorf("exec_command's default timeoutMs (1500) above the ceiling: %+v", o)
+	// The note names the ceiling as the cap, and a session is held to it too.
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "killed: timeout after 1000ms, the most the user's ceiling allows (their ceiling file's \"limits.timeoutMs\", or autobox serve --max-timeout-ms)\n") {
+		t.Errorf("exec_command's default timeoutMs (30000) above the ceiling: %+v", o)
+	}
+	o, _ = s.exec(map[string]any{"command": []string{"sleep", "5"}, "timeoutMs": 300})
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "killed: timeout after 300ms: raise timeoutMs (at most 1000, the most the user's ceiling allows") {
+		t.Errorf("a timeoutMs below the ceiling: %+v", o)
 	}
 	// Held to 1 MB by either of the two enforcers of maxWriteMb: the kernel's
 	// file size limit refuses the write (the shell says so), or the watchdog,
@@ -231,7 +236,7 @@ func TestCeilingLowersDefaults(t *testing.T) {
 	if j, _ := s.js(map[string]any{"code": "while (true) {}"}); j.OK || !strings.Contains(j.err(), "execution exceeded 800ms") {
 		t.Errorf("execute_js's default timeoutMs (800) is within the ceiling: %+v", j.err())
 	}
-	if j, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 1000}); !strings.Contains(j.err(), "execution exceeded 1000ms") {
+	if j, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 1000}); !strings.Contains(j.err(), "execution exceeded 1000ms: timeoutMs is at most 1000 here (the user's ceiling)") {
 		t.Errorf("execute_js at the ceiling: %s", j.err())
 	}
 }

@@ -328,7 +328,7 @@ func TestCLIWorkspace(t *testing.T) {
 	}
 	h.want(h.run("", "ws", "discard", id), 0, "discarded "+id, "")
 	h.want(h.run("", "ws", "status", id), 125, "", "not found")
-	h.want(h.run("", "ws", "create", "--copy-mode", "sometimes", src, "/mnt/p"), 125, "", `--copy-mode sometimes: use "clone" (default) or "auto"`)
+	h.want(h.run("", "ws", "create", "--copy-mode", "sometimes", src, "/mnt/p"), 125, "", `--copy-mode sometimes: use "auto" (default) or "clone"`)
 	h.want(h.run("", "ws", "create", src, "/"), 125, "", "")
 }
 

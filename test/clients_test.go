@@ -122,10 +122,10 @@ var sdkCases = []string{
 	"execute_js memory kill", "execute_js bridge", "execute_js invalid arguments",
 	"exec_command ok", "exec_command non-zero exit", "exec_command signal", "exec_command spawn failure",
 	"exec_command timeout", "exec_command memory kill", "exec_command truncated output", "exec_command non-UTF-8 output",
-	"exec_command mounts and cwd", "exec_command invalid arguments",
+	"exec_command env as an object", "notes on limits and mounts", "the host's port at the command's localhost", "exec_command mounts and cwd", "exec_command invalid arguments",
 	"exec_command session", "exec_session write, signal, list, close", "exec_session tty", "exec_session invalid arguments",
 	"copy_then_sync lifecycle", "copy_then_sync conflicts", "copy_then_sync invalid arguments", "dev server session ports",
-	"progress token", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
+	"progress token", "progress of a running command", "cancel execute_js with AbortSignal", "cancel exec_command with AbortSignal", "oversized request",
 }
 
 // canSandbox tells whether this host can run exec_command (see requireSandbox).

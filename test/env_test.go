@@ -61,6 +61,37 @@ func TestExecEnv(t *testing.T) {
 	}
 }
 
+// TestExecEnvObject: env as an object, the form MCP client configs use, means
+// what the list means, over MCP and in a batch line; a value that is not text
+// is refused naming it.
+func TestExecEnvObject(t *testing.T) {
+	requireSandbox(t)
+	// A batch line, decoded by the layer MCP calls are.
+	h := newCLIHome(t)
+	r := h.run(`{"id": 1, "tool": "exec_command", "arguments": {"command": ["sh", "-c", "echo $CI"], "env": {"CI": "yes"}}}`+"\n", "batch")
+	if !strings.Contains(r.stdout, `"stdout":"yes\n"`) {
+		t.Errorf("a batch line with env as an object: %s", r)
+	}
+	s := start(t)
+	script := `echo "CI=$CI NODE_ENV=$NODE_ENV N=$N"; echo "$PATH"`
+	list, isErr := s.exec(map[string]any{"command": bash(script), "env": []string{"CI=1", "NODE_ENV=test", "N=3", "PATH=/opt/x:$PATH"}})
+	if isErr || list.code() != 0 || !strings.HasPrefix(list.Stdout, "CI=1 NODE_ENV=test N=3\n/opt/x:/usr/local/bin:") {
+		t.Fatalf("the list form: %+v", list)
+	}
+	obj, isErr := s.exec(map[string]any{"command": bash(script), "env": map[string]any{"CI": "1", "NODE_ENV": "test", "N": 3, "PATH": "/opt/x:$PATH"}})
+	if isErr || obj.code() != 0 || obj.Stdout != list.Stdout {
+		t.Errorf("the object form: %+v, want the list form's stdout %q", obj, list.Stdout)
+	}
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "env": map[string]any{"CI": []string{"1"}}})
+	if !res.IsError || !strings.Contains(textOf(res), "invalid arguments: env: CI: want a string, got array") {
+		t.Errorf("an object member that is a list: %s", textOf(res))
+	}
+	res = s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "env": map[string]any{"HOME": "/"}})
+	if !res.IsError || !strings.Contains(textOf(res), "HOME cannot be set") {
+		t.Errorf("a reserved name in the object form: %s", textOf(res))
+	}
+}
+
 // TestExecEnvProxy: with allowHosts the proxy variables are the sandbox's,
 // whatever else the call sets.
 func TestExecEnvProxy(t *testing.T) {

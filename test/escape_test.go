@@ -210,7 +210,7 @@ func TestForkBomb(t *testing.T) {
 		var isErr bool
 		go func() {
 			defer wg.Done()
-			o, isErr = s.exec(map[string]any{"command": bash(`f(){ f|f& }; f; sleep 4`)})
+			o, isErr = s.exec(map[string]any{"command": bash(`f(){ f|f& }; f; sleep 4`), "timeoutMs": 1500})
 		}()
 		time.Sleep(300 * time.Millisecond)
 		// Answered, whenever: a busy machine slows it, the bomb must not stop it.

@@ -175,7 +175,7 @@ func TestJSTimeouts(t *testing.T) {
 	}
 	for _, code := range cases {
 		o, isErr := s.js(map[string]any{"code": code, "timeoutMs": 60, "memoryMb": 16})
-		if !isErr || o.OK || o.err() != "TimeoutError: execution exceeded 60ms" {
+		if !isErr || o.OK || o.err() != "TimeoutError: execution exceeded 60ms: raise timeoutMs (at most 10000) for a longer script; longer work runs in exec_command (node, python3, …; its timeoutMs up to 600000)" {
 			t.Errorf("%q: want timeout error, got isError=%v %+v error=%q", code, isErr, o, o.err())
 		}
 	}

@@ -38,6 +38,12 @@ func TestNetworkOffNotes(t *testing.T) {
 		if o.code() == 0 || !strings.Contains(o.Stderr, note) || !strings.Contains(o.Stderr, "allowHosts") {
 			t.Errorf("curl without network: %+v", o)
 		}
+		// The host's loopback: the note does not say "loopback works", but
+		// whose 127.0.0.1 the command has, and how the host's is reached.
+		o, _ = s.exec(map[string]any{"command": []string{"curl", "-sS", "--max-time", "5", "http://127.0.0.1:9/"}})
+		if o.code() == 0 || !strings.Contains(o.Stderr, `The command's 127.0.0.1 is its own, not the host's: a server of the host is reached with allowHosts ["localhost:PORT"]`) || strings.Contains(o.Stderr, "loopback (127.0.0.1) works") {
+			t.Errorf("curl to 127.0.0.1 without network: %+v", o)
+		}
 	}
 	// execute_js: fetch exists only with network, and the error says how to get it.
 	j, _ := s.js(map[string]any{"code": `await fetch("http://example.com/")`})
@@ -78,6 +84,28 @@ func TestNetworkDenialNotedOnSuccess(t *testing.T) {
 		o = f.run(t, f.hosts(), fmt.Sprintf(`node -e 'fetch("http://web.test:%s/").then(r => r.text()).then(t => console.log(t), e => { console.error(String(e)); process.exit(3) })'`, f.webPort))
 		if o.code() != 0 && !strings.Contains(o.Stderr, "looked names up itself instead of using the proxy variables") {
 			t.Errorf("node's fetch that ignores the proxy: %+v", o)
+		}
+	}
+}
+
+// TestNetworkListedNameFails: a listed name that does not resolve, or that
+// resolves where a name may not lead, is not answered "allowHosts needs" the
+// name it lists already, but with what would help; an unlisted one still is
+// (the control).
+func TestNetworkListedNameFails(t *testing.T) {
+	f := newNetFixture(t)
+	j, _ := f.s.js(map[string]any{"code": `await fetch("http://missing.invalid/")`, "allowHosts": []string{"missing.invalid"}, "timeoutMs": 10000})
+	if j.OK || !strings.Contains(j.err(), "It is in the call's allowHosts already: the name has no address") || strings.Contains(j.err(), "allowHosts needs") {
+		t.Errorf("a listed name that does not resolve: %q", j.err())
+	}
+	j, _ = f.s.js(map[string]any{"code": `await fetch("http://other.invalid/")`, "allowHosts": []string{"missing.invalid"}, "timeoutMs": 10000})
+	if j.OK || !strings.Contains(j.err(), `allowHosts needs "other.invalid"`) {
+		t.Errorf("an unlisted name: %q", j.err())
+	}
+	if _, err := exec.LookPath("curl"); err == nil {
+		o := f.run(t, []string{"internal.test"}, `curl -sS http://internal.test/`)
+		if !strings.Contains(o.Stdout, "It is in the call's allowHosts, but a name may not lead there; an entry naming the address itself") || strings.Contains(o.Stdout, "allowHosts needs") {
+			t.Errorf("a listed name that resolves to a private address: %+v", o)
 		}
 	}
 }

@@ -219,18 +219,21 @@ func TestNetworkByHostDenials(t *testing.T) {
 }
 
 // TestNetworkByHostNoWayAround: everything that does not go through the proxy
-// reaches nothing: the host's loopback directly (TCP and UDP, IPv4 and IPv6),
+// reaches nothing: the host's loopback directly (TCP and UDP, IPv4 and IPv6,
+// on a port no entry names: one that an entry names is put at the command's
+// own loopback through the proxy, TestHostLoopbackPorts),
 // an outside address, a raw connect(2) from a C program, and DNS, whose lookups
 // are recorded. The positive control is the same server through the proxy.
 func TestNetworkByHostNoWayAround(t *testing.T) {
 	f := newNetFixture(t)
 	hosts := f.hosts()
+	_, otherPort, _ := net.SplitHostPort(strings.TrimPrefix(f.otherWeb.URL, "http://"))
 	probe := func(args ...string) netOut {
 		return f.run(t, hosts, "/mnt/tools/probe "+strings.Join(args, " "))
 	}
 	for _, c := range []struct{ what, args string }{
-		{"tcp to the host's loopback", "tcp 127.0.0.1:" + f.webPort},
-		{"tcp to the host's IPv6 loopback", "tcp [::1]:" + f.webPort},
+		{"tcp to the host's loopback", "tcp 127.0.0.1:" + otherPort},
+		{"tcp to the host's IPv6 loopback", "tcp [::1]:" + otherPort},
 		{"tcp to an outside address", "tcp 93.184.215.14:80"},
 		{"udp to an outside address", "udp 8.8.8.8:53"},
 		{"udp to an outside IPv6 address", "udp [2001:4860:4860::8888]:53"},
@@ -271,7 +274,7 @@ int main(int argc, char **argv) {
 			t.Logf("no static C program here (%v: %s): the raw connect case is skipped", err, out)
 		} else {
 			m := []map[string]any{toolsMount(), {"hostPath": dir, "sandboxPath": "/mnt/c"}}
-			o := f.run(t, hosts, "/mnt/c/connect 127.0.0.1 "+f.webPort, map[string]any{"mounts": m})
+			o := f.run(t, hosts, "/mnt/c/connect 127.0.0.1 "+otherPort, map[string]any{"mounts": m})
 			if !strings.HasPrefix(o.Stdout, "denied:") {
 				t.Errorf("raw connect(2) to the host's loopback: %+v", o)
 			}

@@ -211,7 +211,7 @@ func TestToolSchemas(t *testing.T) {
 	// The choices a client offers.
 	enums := map[string][]any{
 		"copy_then_sync/action":          {"create", "status", "sync", "resolve", "merge", "discard"},
-		"copy_then_sync/copyMode":        {"clone", "auto"},
+		"copy_then_sync/copyMode":        {"auto", "clone"},
 		"execute_js/mounts/items/mode":   {"ro", "rw"},
 		"exec_command/mounts/items/mode": {"ro", "rw"},
 		"exec_session/action":            {"poll", "write", "signal", "close", "list"},
@@ -228,7 +228,7 @@ func TestToolSchemas(t *testing.T) {
 		"execute_js/memoryMb":       {32, 8, 512},
 		"execute_js/maxReadBytes":   {1000000, 0, 50000000},
 		"execute_js/maxWriteBytes":  {1000000, 0, 50000000},
-		"exec_command/timeoutMs":    {1500, 1, 3600000}, // 30000 but in a session
+		"exec_command/timeoutMs":    {30000, 1, 3600000}, // 600000 but in a session
 		"exec_command/memoryMb":     {256, 16, 2048},
 		"exec_command/maxProcesses": {256, 1, 4096},
 		"exec_command/maxWriteMb":   {1024, 0, 65536},

@@ -16,6 +16,7 @@ type sessOut struct {
 	SessionID     string `json:"sessionId"`
 	StdoutDropped int64  `json:"stdoutDropped"`
 	StderrDropped int64  `json:"stderrDropped"`
+	Matched       bool   `json:"matched"`
 	Sessions      []struct {
 		SessionID string  `json:"sessionId"`
 		Command   string  `json:"command"`

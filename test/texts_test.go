@@ -45,7 +45,7 @@ func TestCLISpeaksFlags(t *testing.T) {
 	if err := os.Mkdir(storage, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	h.want(h.run("", "ws", "create", "--storage", storage, src, "/mnt/p"), 125, "", "or pass --copy-mode auto to allow ordinary copying\n")
+	h.want(h.run("", "ws", "create", "--copy-mode", "clone", "--storage", storage, src, "/mnt/p"), 125, "", "or pass --copy-mode auto to allow ordinary copying\n")
 }
 
 // TestMissingHostPathNamed: a hostPath that does not exist is named as given, not by

@@ -165,12 +165,16 @@ func TestNetworkTransparentRebinding(t *testing.T) {
 
 // TestNetworkTransparentOnlyThroughAutobox: with the transparent path, what
 // does not go through the proxy still reaches nothing: UDP anywhere but the
-// resolver, TCP to the host's loopback; DNS to another server is answered by
+// resolver, TCP to a port of the host's loopback no entry names; DNS to another server is answered by
 // the same policy. The positive control is the same lookup of an allowed name.
 func TestNetworkTransparentOnlyThroughAutobox(t *testing.T) {
 	f := newNetFixture(t)
 	requireTransparent(t)
-	o := f.run(t, f.hosts(), unsetProxy+`/mnt/tools/probe udp 8.8.8.8:9; /mnt/tools/probe udp [2001:4860:4860::8888]:9; /mnt/tools/probe tcp-read 127.0.0.1:`+f.rawPort+`; exit 0`)
+	// (A port of the host's loopback that an entry names is put at the
+	// command's own, through the proxy: TestHostLoopbackPorts. This one is
+	// named by none.)
+	_, otherPort, _ := net.SplitHostPort(strings.TrimPrefix(f.otherWeb.URL, "http://"))
+	o := f.run(t, f.hosts(), unsetProxy+`/mnt/tools/probe udp 8.8.8.8:9; /mnt/tools/probe udp [2001:4860:4860::8888]:9; /mnt/tools/probe tcp-read 127.0.0.1:`+otherPort+`; exit 0`)
 	if strings.Count(o.Stdout, "denied:") != 3 {
 		t.Errorf("udp out, tcp to the host's loopback: %+v", o)
 	}

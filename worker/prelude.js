@@ -1,9 +1,10 @@
 // The worker's prelude: runs once in every fresh context before user code. It builds
-// console, host.*, fetch/net and timers on top of two native functions (the bridge,
-// which waits for its reply, and bridgeStart, which does not: see worker/async.go),
-// which it captures and then hides. Everything user code can reach is replaceable by
+// console, host.*, fetch/net and timers on top of three native functions (the bridge,
+// which waits for its reply, bridgeStart, which does not: see worker/async.go, and
+// note, which tells the supervisor a console line as it is logged, for a call whose
+// client follows its progress), which it captures and then hides. Everything user code can reach is replaceable by
 // user code, so the prelude keeps private copies of what it relies on.
-(function (g, bridge, bridgeStart) {
+(function (g, bridge, bridgeStart, note) {
   "use strict";
   const parse = JSON.parse, stringify = JSON.stringify;
   const StringCtor = String, ErrorCtor = Error, TypeErrorCtor = TypeError;
@@ -21,7 +22,7 @@
   const MAX_LOG_BYTES = 256 * 1024, MAX_LOG_LINES = 1000, MAX_DEPTH = 64;
 
   const logs = [];
-  let logBytes = 0, logsCut = false;
+  let logBytes = 0, logsCut = false, noting = false;
 
   // render turns any value into something JSON can hold, without calling user code
   // except toJSON (which JSON itself would call) and never looping on cycles.
@@ -109,6 +110,7 @@
     }
     logBytes += s.length;
     append(logs, s);
+    if (noting) note(s);
   }
 
   // call asks the supervisor; only the reply's own properties count, so nothing
@@ -222,7 +224,8 @@
 
   const internals = freeze({
     // setup runs per call before user code.
-    setup(allowNetwork) {
+    setup(allowNetwork, progress) {
+      noting = !!progress;
       if (allowNetwork) {
         defineProperty(g, "fetch", { value: fetchFn, writable: true, configurable: true });
         defineProperty(g, "net", { value: freeze(netObj), writable: true, configurable: true });

@@ -79,7 +79,8 @@ func (w *warm) build(memoryMb int) error {
 	}
 	bridge := v8.NewFunctionTemplate(w.iso, w.bridgeCallback).GetFunction(w.ctx)
 	bridgeStart := v8.NewFunctionTemplate(w.iso, w.bridgeStartCallback).GetFunction(w.ctx)
-	iv, err := fn.Call(v8.Undefined(w.iso), w.ctx.Global(), bridge, bridgeStart)
+	note := v8.NewFunctionTemplate(w.iso, w.noteCallback).GetFunction(w.ctx)
+	iv, err := fn.Call(v8.Undefined(w.iso), w.ctx.Global(), bridge, bridgeStart, note)
 	if err != nil {
 		return fmt.Errorf("prelude: %w", err)
 	}
@@ -117,6 +118,15 @@ func (w *warm) bridgeCallback(info *v8.FunctionCallbackInfo) *v8.Value {
 	}
 	r := w.readReply(w.bridgeSeq)
 	return w.replyValue(r.Data, r.Error)
+}
+
+// noteCallback tells the supervisor a console line as it is logged (only for
+// a call with Run.Progress); nothing comes back.
+func (w *warm) noteCallback(info *v8.FunctionCallbackInfo) *v8.Value {
+	if args := info.Args(); len(args) == 1 {
+		_ = proto.Write(w.out, &proto.Message{Type: proto.TypeLog, Log: args[0].String()})
+	}
+	return nil
 }
 
 // request is the bridge request of a call bridge(op, args) or bridgeStart(op,
@@ -178,8 +188,8 @@ func (w *warm) run(r *proto.Run) *proto.Result {
 }
 
 func (w *warm) execute(r *proto.Run, deadline time.Time) *proto.Result {
-	if r.AllowNetwork {
-		if _, err := w.internals.MethodCall("setup", boolValue(w.iso, true)); err != nil {
+	if r.AllowNetwork || r.Progress {
+		if _, err := w.internals.MethodCall("setup", boolValue(w.iso, r.AllowNetwork), boolValue(w.iso, r.Progress)); err != nil {
 			return &proto.Result{Error: "Error: setup: " + err.Error()}
 		}
 	}

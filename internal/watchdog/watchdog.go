@@ -9,7 +9,7 @@
 // next poll comes after Interval or five times as long as this one took,
 // whichever is longer, so the watchdog spends at most a fifth of a CPU on a
 // tree however large it grows (a fork bomb's, say). A tree watched for longer
-// than LongAfter (a session, a task's harness: a call lasts 30 s at most) is
+// than LongAfter (a session, a task's harness, a call of minutes) is
 // measured every LongInterval at most often: sixteen idle sessions took 18% of
 // a core measured every 10 ms, 7% every 100 ms.
 package watchdog

@@ -219,7 +219,7 @@ await check("execute_js thrown error", async () => {
 
 await check("execute_js timeout", async () => {
   const [o, isErr] = await js({ code: "while (true) {}", timeoutMs: 300 });
-  jsFailed(o, isErr, "TimeoutError: execution exceeded 300ms");
+  jsFailed(o, isErr, "TimeoutError: execution exceeded 300ms: raise timeoutMs (at most 10000)");
 });
 
 await check("execute_js memory kill", async () => {
@@ -286,7 +286,8 @@ await check("exec_command spawn failure", async () => {
 
 await check("exec_command timeout", async () => {
   const [o, isErr] = await exec({ command: ["sleep", "10"], timeoutMs: 300 });
-  killedWith(o, isErr, "killed: timeout after 300ms");
+  // What a model reads: the parameter to raise, how far, and yieldMs for more.
+  killedWith(o, isErr, "killed: timeout after 300ms: raise timeoutMs (at most 600000 without yieldMs), or pass yieldMs (e.g. 10000) to keep a longer job running as a session, driven with exec_session (its timeoutMs up to 3600000)\n");
 }, { needsExec: true });
 
 await check("exec_command memory kill", async () => {
@@ -306,6 +307,48 @@ await check("exec_command non-UTF-8 output", async () => {
   const [o] = await exec({ command: ["sh", "-c", "printf 'a\\377b'"] });
   assert.equal(o.stdout, "a\uFFFDb");
   assert.equal(o.stdoutEncoding, "utf-8-lossy");
+}, { needsExec: true });
+
+// env as models write it: an object (as MCP client configs have it) or a list of
+// NAME=VALUE, one meaning. The input schema gives the list (a parameter has one
+// type there, for clients that draw forms) and its description the object form,
+// which the server takes all the same.
+await check("exec_command env as an object", async () => {
+  const command = ["sh", "-c", 'echo "$CI $NODE_ENV"'];
+  const [list] = await exec({ command, env: ["CI=1", "NODE_ENV=test"] });
+  const [obj, isErr] = await exec({ command, env: { CI: "1", NODE_ENV: "test" } }, { valid: false });
+  assert.equal(list.stdout, "1 test\n");
+  assert.ok(!isErr && obj.stdout === list.stdout, JSON.stringify(obj));
+}, { needsExec: true });
+
+// Limits that end in an error of the system say which limit or mount it was.
+await check("notes on limits and mounts", async () => {
+  const dir = fixture("notes", { "keep": "" });
+  fs.chmodSync(dir, 0o777); // a root server without namespaces runs commands as nobody
+  const out = path.join(dir, "out.txt");
+  const [o] = await exec({ command: ["sh", "-c", `echo hi > ${out}`] });
+  assert.ok(o.exitCode !== 0 && o.stderr.includes(`[autobox: ${out} is not in this call's mounts`), JSON.stringify(o));
+  const [m] = await exec({ command: ["sh", "-c", `echo hi > ${out}`], mounts: [{ hostPath: dir, sandboxPath: "/mnt/n", mode: "rw" }] });
+  assert.ok(m.exitCode === 0 && !m.stderr.includes("[autobox:"), JSON.stringify(m));
+  const [j] = await js({ code: "require('fs')" });
+  assert.match(j.error, /require is not defined \(execute_js runs standard JavaScript in a bare V8 isolate/);
+}, { needsExec: true });
+
+// allowHosts localhost:PORT: the host's port at the command's own localhost, for
+// a program that ignores the proxy variables (bash's /dev/tcp).
+await check("the host's port at the command's localhost", async () => {
+  const net = await import("node:net");
+  const server = net.createServer((c) => c.end("from the host\n"));
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  try {
+    const port = server.address().port;
+    const [o, isErr] = await exec({ command: ["bash", "-c", `unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy; exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`], allowHosts: [`localhost:${port}`] });
+    if (isErr && /network namespace/.test(o.error ?? "")) throw new Skip(o.error);
+    assert.equal(o.stdout, "from the host\n", JSON.stringify(o));
+    assert.ok(o.network.allowed.some((a) => a.host === "localhost" && a.port === port), JSON.stringify(o.network));
+  } finally {
+    server.close();
+  }
 }, { needsExec: true });
 
 await check("exec_command mounts and cwd", async () => {
@@ -583,6 +626,43 @@ await check("progress token", async () => {
   const res = await call("execute_js", { code: "6*7" }, { options: { onprogress: () => {} } });
   assert.equal(res.structuredContent.result, 42);
 });
+
+// progressed runs a tool call with a progress token; at each notification whose
+// message is a key of steps, it does what that key says (once). It returns the
+// result's structured content and the notifications.
+async function progressed(name, args, steps) {
+  const got = [];
+  const res = await call(name, args, { options: { onprogress: (p) => {
+    got.push(p);
+    const step = steps[p.message];
+    if (step) { delete steps[p.message]; step(); }
+  } } });
+  assert.deepEqual(Object.keys(steps), [], `no notification with message ${Object.keys(steps)}: ${JSON.stringify(got)}`);
+  for (let i = 1; i < got.length; i++) assert.ok(got[i].progress > got[i - 1].progress, `progress not rising: ${JSON.stringify(got)}`);
+  return [res.structuredContent, got];
+}
+
+// What a model's client sees of a long command while it runs: the latest line
+// of its output, each step released only once the client has seen the one before.
+await check("progress of a running command", async () => {
+  const dir = fixture("progress", { "started": "" });
+  fs.chmodSync(dir, 0o777); // a root server without namespaces runs commands as nobody
+  const mounts = [{ hostPath: dir, sandboxPath: "/mnt/p", mode: "rw" }];
+  const waitFor = (f) => `while [ ! -e /mnt/p/${f} ]; do sleep 0.05; done`;
+  const touch = (f) => () => fs.writeFileSync(path.join(dir, f), "");
+  const [o, got] = await progressed("exec_command", {
+    command: ["sh", "-c", `echo compiling; echo "step 1 of 2"; ${waitFor("go")}; echo "step 2 of 2"`], mounts, timeoutMs: 90000,
+  }, { "step 1 of 2": touch("go") });
+  assert.equal(o.stdout, "compiling\nstep 1 of 2\nstep 2 of 2\n");
+  assert.ok(got.every((p) => p.total === 90), `total is not the time limit in seconds: ${JSON.stringify(got)}`);
+  // A poll with yieldMs waits through bursts, reporting each, and answers with
+  // what came in that time.
+  const [st] = await exec({ command: ["sh", "-c", `echo a; ${waitFor("go-a")}; echo b; ${waitFor("go-b")}; echo end`], mounts, yieldMs: 0, timeoutMs: 120000 });
+  assert.ok(st.running, JSON.stringify(st));
+  const [p] = await progressed("exec_session", { sessionId: st.sessionId, action: "poll", yieldMs: 30000 }, { a: touch("go-a"), b: touch("go-b") });
+  assert.ok(!p.running && p.exitCode === 0, JSON.stringify(p));
+  assert.equal(st.stdout + p.stdout, "a\nb\nend\n");
+}, { needsExec: true });
 
 await check("cancel execute_js with AbortSignal", async () => {
   const ac = new AbortController();

@@ -10,6 +10,7 @@
 //	    |  ------------------- run {code, limits} ----->  |
 //	    |  <------------------ bridge {id, op, args} ---  |  zero or more host.* / fetch
 //	    |  ------------------- reply {id, data|error} ->  |  (one reply per bridge)
+//	    |  <------------------ log {line} --------------  |  with run.progress: each console line
 //	    |  <------------------ result {ok, result, ...} -  |
 //	    |                                                 |  exits
 //
@@ -55,6 +56,9 @@ const (
 	TypeBridge = "bridge"
 	TypeReply  = "reply"
 	TypeResult = "result"
+	// TypeLog tells the supervisor a console line as it is logged, in a call
+	// whose Run asked for Progress; it is answered by nothing.
+	TypeLog = "log"
 	// TypeProbe asks a ready worker, instead of a run, to try to open files (or, for
 	// "syscall:N", to make system call N with zero arguments) and say what happened:
 	// the tests use it to prove the jail holds and that what it refuses is reported.
@@ -78,6 +82,7 @@ type Message struct {
 	Reply  *Reply   `json:"reply,omitempty"`
 	Result *Result  `json:"result,omitempty"`
 	Probe  []string `json:"probe,omitempty"`
+	Log    string   `json:"log,omitempty"`
 }
 
 // Init is the first frame a worker reads, before it makes its isolate.
@@ -114,6 +119,8 @@ type Run struct {
 	TimeoutMs    int    `json:"timeoutMs"`
 	MemoryMb     int    `json:"memoryMb"`
 	AllowNetwork bool   `json:"allowNetwork"`
+	// Progress has the worker send each console line as it is logged (TypeLog).
+	Progress bool `json:"progress,omitempty"`
 }
 
 // Bridge is a request from JS code for something only the supervisor may do.
