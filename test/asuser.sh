@@ -26,10 +26,11 @@ rm -rf "$dest"
 mkdir -p "$dest"
 tar -c --exclude=./bin --exclude=./bench . | tar -x -C "$dest"
 chown -R "$user:" "$dest"
-go=$(command -v go)
+go=$(command -v go || true)
+[ -n "$go" ] || go=/usr/local/go/bin/go # as the Makefile finds it
 node_path=$(command -v node || true)
 path=$(dirname "$go"):/usr/local/bin:/usr/bin:/bin
 [ -n "$node_path" ] && path=$(dirname "$node_path"):$path
 echo "== make test as $user (uid $(id -u "$user")), in $dest"
 exec runuser -u "$user" -- env -i HOME="$home" PATH="$path" CI="${CI:-}" LANG=C.UTF-8 \
-  GOFLAGS="${GOFLAGS:-}" GOPROXY="$(go env GOPROXY)" make -C "$dest" test
+  GOFLAGS="${GOFLAGS:-}" GOPROXY="$("$go" env GOPROXY)" make -C "$dest" test
