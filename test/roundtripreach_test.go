@@ -59,7 +59,9 @@ func TestRoundTripAskReach(t *testing.T) {
 // what it answered.
 func TestRoundTripMidCommandWire(t *testing.T) {
 	f := newReachFixture(t, `{}`)
-	r, _ := startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "2s")
+	// A retry comes as soon as the test sends it, but a loaded machine may take
+	// seconds to read it: the question lapses only where that is the point.
+	r, _ := startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "60s")
 	call := func(script string) string {
 		args, _ := json.Marshal(map[string]any{"command": bash(script), "allowHosts": []string{f.listed}, "timeoutMs": 30000,
 			"env": []string{"OTHER=http://" + f.other + "/"}})
@@ -92,6 +94,7 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	// for it, is there while the question is out), is ended when the question
 	// lapses; a retry that comes later gets its result. (Were the command not
 	// ended, curl would be denied and the sleep would run on.)
+	r, _ = startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "2s")
 	abandoned := call(`curl -sS "$OTHER/abandoned"; sleep 29.371`)
 	_, state = inputRequired(t, "abandoned", r.rawCall(5, "exec_command", abandoned, true, ""))
 	waitProcs(t, "/abandoned", false)
