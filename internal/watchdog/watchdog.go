@@ -38,6 +38,20 @@ type Limits struct {
 	CPU       time.Duration // CPU time of the tree; 0: none
 }
 
+// WriteSlack is how far past Limits.Written the count of bytes written may go
+// before the watchdog kills: the kernel counts against a process the pages of
+// the filesystem's own bookkeeping its writes dirty (bitmaps, inode tables,
+// directory blocks: a few pages per file on ext4), and a memory cgroup's tmpfs
+// count lags by its per-CPU batches. Without it a file of exactly the limit,
+// which RLIMIT_FSIZE lets be written, killed the command for those pages. It is
+// 1/64 of the limit and 256 KB.
+func WriteSlack(limit int64) int64 {
+	if limit < 0 {
+		return 0
+	}
+	return limit/64 + 256<<10
+}
+
 // Kind is the limit a tree passed.
 type Kind int
 
@@ -214,7 +228,7 @@ func (w *Watch) check(s sample) (Breach, bool) {
 	switch {
 	case l.Written >= 0 && s.hidden != 0:
 		return Breach{Kind: Disk, Hidden: s.hidden, HiddenName: s.hiddenName}, true
-	case l.Written >= 0 && s.written > l.Written:
+	case l.Written >= 0 && s.written > l.Written+WriteSlack(l.Written):
 		return Breach{Kind: Disk, Value: s.written}, true
 	case l.CPU > 0 && s.cpu > l.CPU:
 		return Breach{Kind: CPU, CPU: s.cpu}, true

@@ -3,6 +3,7 @@
 package watchdog
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,16 @@ func TestWatchdogBreaches(t *testing.T) {
 	}
 	if b, u = watchShell(t, "head -c 4000000 /dev/zero > f; sleep 1", Limits{Written: 10 << 20}, Options{}); b.Kind != 0 || u.Written < 3<<20 {
 		t.Errorf("4 MB under 10: %+v, usage %+v", b, u)
+	}
+	// One file of exactly the limit (what RLIMIT_FSIZE lets through) and a
+	// few small files beside it: the filesystem's bookkeeping their writes
+	// dirty is within the slack, not a kill; 1 MB past the slack is.
+	if b, u = watchShell(t, "head -c 8388608 /dev/zero > f; for i in 1 2 3 4 5 6 7 8; do echo $i > s$i; done; sync; sleep 1", Limits{Written: 8 << 20}, Options{}); b.Kind != 0 || u.Written < 8<<20 {
+		t.Errorf("a file of exactly the limit: %+v, usage %+v", b, u)
+	}
+	over := 8<<20 + WriteSlack(8<<20) + 1<<20
+	if b, _ = watchShell(t, fmt.Sprintf("head -c %d /dev/zero > f; sleep 1", over), Limits{Written: 8 << 20}, Options{}); b.Kind != Disk {
+		t.Errorf("1 MB past the limit and its slack: %+v", b)
 	}
 	b, _ = watchShell(t, "while :; do :; done", Limits{CPU: 200 * time.Millisecond, Written: -1}, Options{})
 	if b.Kind != CPU || b.CPU <= 200*time.Millisecond {
