@@ -332,6 +332,7 @@ func TestTableEndedFreesPlace(t *testing.T) {
 	tab := NewTable[string](&Options{Max: 2})
 	var fakes []*fake
 	var ids []string
+	opened := time.Now()
 	for i := 0; i < 2; i++ {
 		fakes = append(fakes, newFake(t))
 		ids = append(ids, open(t, tab, fakes[i]))
@@ -342,7 +343,8 @@ func TestTableEndedFreesPlace(t *testing.T) {
 	fakes[0].stdoutW.WriteString("last words\n")
 	fakes[0].end("exit 1")
 	waitEnded(t, tab, ids[0])
-	time.Sleep(50 * time.Millisecond) // a poll long after the end
+	ranAtMost := time.Since(opened)    // it ended before waitEnded saw it
+	time.Sleep(200 * time.Millisecond) // a poll long after the end
 	r, err := tab.Reserve()
 	if err != nil {
 		t.Fatalf("after one ended (unread): %v", err)
@@ -353,8 +355,8 @@ func TestTableEndedFreesPlace(t *testing.T) {
 	if err != nil || a.Running || a.End != "exit 1" || a.Stdout != "last words\n" {
 		t.Fatalf("the ended one's result: %+v, %v", a, err)
 	}
-	if a.Elapsed >= 50*time.Millisecond {
-		t.Errorf("Elapsed %v includes the wait before the poll", a.Elapsed)
+	if a.Elapsed > ranAtMost {
+		t.Errorf("Elapsed %v includes the wait before the poll (it ran at most %v)", a.Elapsed, ranAtMost)
 	}
 	// Unread results are bounded: with Max 2, a third ended drops the oldest.
 	for _, i := range []int{1, 2} {

@@ -500,28 +500,43 @@ func blockingPipe() (r, w *os.File, err error) {
 	return r, w, err
 }
 
-// boundedBuffer keeps the first max bytes written and discards the rest.
+// boundedBuffer keeps the first max bytes written and the last max/4 of the
+// rest: a worker's stderr ends with what killed it (V8's out-of-memory report
+// comes last, after whatever the call printed before).
 type boundedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	tail    []byte // the last max/4 bytes past the first max
+	dropped int64  // bytes neither in buf nor in tail
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n := len(p)
 	if room := b.max - b.buf.Len(); room > 0 {
-		if len(p) > room {
-			b.buf.Write(p[:room])
-		} else {
-			b.buf.Write(p)
+		k := min(room, len(p))
+		b.buf.Write(p[:k])
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		keep := b.max / 4
+		b.tail = append(b.tail, p...)
+		if over := len(b.tail) - keep; over > 0 {
+			b.dropped += int64(over)
+			b.tail = append(b.tail[:0], b.tail[over:]...)
 		}
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (b *boundedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
+	out := append([]byte(nil), b.buf.Bytes()...)
+	if b.dropped > 0 {
+		out = fmt.Appendf(out, "\n[... %d bytes left out ...]\n", b.dropped)
+	}
+	return append(out, b.tail...)
 }

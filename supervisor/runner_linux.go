@@ -28,8 +28,9 @@ var (
 type jailRunner struct {
 	exe    string
 	unsafe bool
-	once   sync.Once
-	pool   *jail.Pool
+	mu     sync.Mutex // guards pool and closed: a call may arrive as the server closes
+	pool   *jail.Pool // made on the first command
+	closed bool
 }
 
 // launcherPool is how many launchers wait for commands.
@@ -37,7 +38,12 @@ const launcherPool = 2
 
 func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe, unsafe: unsafe} }
 
+// close closes the launcher pool; a command that comes after is refused, and
+// makes no pool that nobody would close.
 func (r *jailRunner) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
 	if r.pool != nil {
 		r.pool.Close()
 	}
@@ -47,10 +53,11 @@ func (r *jailRunner) close() {
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
 func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
-	if err := r.ready(c); err != nil {
+	pool, err := r.ready(c)
+	if err != nil {
 		return nil, err
 	}
-	t, err := r.pool.Start(c, stdout, stderr, memory)
+	t, err := pool.Start(c, stdout, stderr, memory)
 	if err != nil {
 		return nil, err
 	}
@@ -58,25 +65,31 @@ func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.F
 }
 
 func (r *jailRunner) startInteractive(c *policy.Command, memory int64, stdout, stderr *os.File, in *jail.Interactive) (signalTree, error) {
-	if err := r.ready(c); err != nil {
+	pool, err := r.ready(c)
+	if err != nil {
 		return nil, err
 	}
-	t, err := r.pool.StartInteractive(c, stdout, stderr, memory, in)
+	t, err := pool.StartInteractive(c, stdout, stderr, memory, in)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// ready refuses c where the host cannot enforce its sandbox, and makes the
-// launcher pool on the first command.
-func (r *jailRunner) ready(c *policy.Command) error {
+// ready refuses c where the host cannot enforce its sandbox or the server is
+// closing, and gives the launcher pool, made on the first command.
+func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
-			return fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
+			return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
 		}
 	}
-	r.once.Do(func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("the server is shutting down")
+	}
+	if r.pool == nil {
 		// Idle launchers prepare the sandbox every command's extends. Not for a
 		// server run without the sandbox: preparing drops capabilities that its
 		// commands would then not get.
@@ -85,8 +98,8 @@ func (r *jailRunner) ready(c *policy.Command) error {
 			base = basePolicy()
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
-	})
-	return nil
+	}
+	return r.pool, nil
 }
 
 // rootIsLauncher: a tree's root process is its launcher, whose own memory, CPU and

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,12 +175,17 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Close() {
 	s.endLife()
 	s.sessions.CloseAll("killed: the server is shutting down", 5*time.Second)
+	// The trees are killed side by side and outside s.mu: a Kill waits for its
+	// tree to go (up to about a second), and calls ending meanwhile forget theirs.
 	s.mu.Lock()
 	s.closed = true
-	for t := range s.trees {
-		t.Kill()
-	}
+	trees := slices.Collect(maps.Keys(s.trees))
 	s.mu.Unlock()
+	var kills sync.WaitGroup
+	for _, t := range trees {
+		kills.Go(t.Kill)
+	}
+	kills.Wait()
 	s.pool.close()
 	s.runner.close()
 	s.proxyOnce.Do(func() { s.proxyErr = errors.New("the server is closing") })

@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -444,6 +445,13 @@ func waitProcs(t *testing.T, s string, want bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// uniqueSeconds is a sleep's argument of whole seconds and a fraction no other
+// run of the suite on this machine uses: what findProcs looks for is then this
+// test's process alone, not one of a run beside it.
+func uniqueSeconds(whole int) string {
+	return fmt.Sprintf("%d.%09d", whole, rand.Int64N(1e9))
 }
 
 // findProcs lists live processes whose command line contains s.

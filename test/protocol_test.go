@@ -2,12 +2,14 @@ package test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -245,12 +247,13 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	r := startRaw(t)
 	rw := t.TempDir()
 	late := filepath.Join(rw, "late")
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","29.123"],"timeoutMs":30000}}}`)
+	secs := uniqueSeconds(29)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","` + secs + `"],"timeoutMs":30000}}}`)
 	// A command that would write a file a second after stdin closes: cancelled at
 	// once, it never does (a grace for calls in flight would let it).
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","sleep 1.5; touch /mnt/rw/late"],"timeoutMs":30000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
-	waitProcs(t, "sleep 29.123", true) // however long a loaded machine takes to start it
+	waitProcs(t, "sleep "+secs, true) // however long a loaded machine takes to start it
 	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
 	r.in.Close()
 	// The calls in flight are cancelled at once, not left to run out a grace: each
@@ -270,7 +273,7 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 		t.Errorf("server exit: %v", err)
 	}
 	waitGone(t, pids)
-	if pids := findProcs("sleep 29.123"); len(pids) > 0 {
+	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("command outlived the server: %v", pids)
 	}
 	time.Sleep(2 * time.Second) // past when the command would have written
@@ -281,21 +284,60 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 
 func TestProtocolCancel(t *testing.T) {
 	r := startRaw(t)
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","28.456"],"timeoutMs":30000}}}`)
+	secs := uniqueSeconds(28)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","` + secs + `"],"timeoutMs":30000}}}`)
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
-	time.Sleep(500 * time.Millisecond)
+	// The command runs before it is cancelled (else the test would prove
+	// nothing): however long a loaded machine takes to start it.
+	waitProcs(t, "sleep "+secs, true)
+	js := workerBusy(t, r.cmd.Process.Pid)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"test"}}`)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(findProcs("sleep 28.456")) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if pids := findProcs("sleep 28.456"); len(pids) > 0 {
-		t.Errorf("cancelled command still running: %v", pids)
-	}
+	waitProcs(t, "sleep "+secs, false)
+	// The JS loop's worker is ended too: its process goes.
+	waitGone(t, []int{js})
 	// Only the worker of the cancelled call dies; the pool refills and serves.
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
 	if m := r.reply(3); !strings.Contains(fmt.Sprint(m["result"]), "42") {
 		t.Errorf("after cancel: %v", m)
 	}
+}
+
+// workerBusy waits (up to a minute) for a JS worker of the server pid to spend
+// CPU time as a busy loop does, and gives its pid.
+func workerBusy(t *testing.T, server int) int {
+	t.Helper()
+	first := map[int]int64{}
+	for i := 0; i < 600; i++ {
+		for _, pid := range descendants(server) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil || !strings.Contains(string(b), "worker\x00js\x00") {
+				continue
+			}
+			cpu := procCPUTicks(pid)
+			if c0, ok := first[pid]; !ok {
+				first[pid] = cpu
+			} else if cpu-c0 >= 20 { // 0.2 s of CPU since first seen: the loop
+				return pid
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("no JS worker ran the busy loop within a minute")
+	return 0
+}
+
+// procCPUTicks is a process's user and system time in clock ticks (0 if gone).
+func procCPUTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
 }

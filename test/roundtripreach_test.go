@@ -95,7 +95,8 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	// lapses; a retry that comes later gets its result. (Were the command not
 	// ended, curl would be denied and the sleep would run on.)
 	r, _ = startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "2s")
-	abandoned := call(`curl -sS "$OTHER/abandoned"; sleep 29.371`)
+	secs := uniqueSeconds(29)
+	abandoned := call(`curl -sS "$OTHER/abandoned"; sleep ` + secs)
 	_, state = inputRequired(t, "abandoned", r.rawCall(5, "exec_command", abandoned, true, ""))
 	waitProcs(t, "/abandoned", false)
 	m := r.rawCall(6, "exec_command", abandoned, true, answerOf(state, "accept", "once"))
@@ -103,7 +104,7 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	if sc["killed"] != true || !strings.Contains(fmt.Sprint(sc["stderr"]), "killed: call cancelled") {
 		t.Errorf("the late retry: %v", sc)
 	}
-	if pids := findProcs("sleep 29.371"); len(pids) > 0 {
+	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("the command of an abandoned question runs on: %v", pids)
 	}
 	r.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` + roundTripMeta(true) + `}}`)

@@ -1,0 +1,35 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/autobox-dev/autobox/policy"
+)
+
+// A command that reaches the runner as (or after) the server closes is refused
+// and makes no launcher pool that nobody would close; before close, the same
+// command gets its pool.
+func TestJailRunnerClosedRefuses(t *testing.T) {
+	r := newRunner("/nonexistent/autobox", true).(*jailRunner) // no launcher starts
+	c := &policy.Command{Unsafe: true}
+	pool, err := r.ready(c)
+	if err != nil || pool == nil {
+		t.Fatalf("before close: pool %v, %v", pool, err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { _, _ = r.ready(c) })
+	}
+	r.close()
+	wg.Wait()
+	if pool, err := r.ready(c); err == nil || !strings.Contains(err.Error(), "shutting down") || pool != nil {
+		t.Fatalf("after close: pool %v, %v", pool, err)
+	}
+	if r.pool == nil {
+		t.Fatal("the pool made before close is gone from the runner")
+	}
+}
