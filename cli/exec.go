@@ -142,20 +142,19 @@ func (e *env) printOutput(cmd string, out *supervisor.ExecOutput, running bool) 
 	return e.execStatus(out)
 }
 
-// execStatus is the exit status of a finished exec_command call. Why a command was
-// killed is only in the stderr prefix the tool documents ("killed: timeout ...",
-// "memory limit exceeded ... RSS watchdog", "disk limit exceeded ...").
+// execStatus is the exit status of a finished exec_command call: why a command
+// was killed is the result's killedBy.
 func (e *env) execStatus(out *supervisor.ExecOutput) int {
 	switch {
-	case out.Killed && strings.HasPrefix(out.Stderr, "memory limit exceeded"):
+	case out.Killed && out.KilledBy == supervisor.KilledMemory:
 		return ExitMemory
-	case out.Killed && strings.HasPrefix(out.Stderr, "process limit exceeded"):
+	case out.Killed && out.KilledBy == supervisor.KilledProcesses:
 		return ExitProcesses
-	case out.Killed && strings.HasPrefix(out.Stderr, "disk limit exceeded"):
+	case out.Killed && out.KilledBy == supervisor.KilledDisk:
 		return ExitDisk
-	case out.Killed && strings.HasPrefix(out.Stderr, "cpu limit exceeded"):
+	case out.Killed && out.KilledBy == supervisor.KilledCPU:
 		return ExitCPU
-	case out.Killed && strings.HasPrefix(out.Stderr, "killed: timeout"):
+	case out.Killed && out.KilledBy == supervisor.KilledTimeout:
 		return ExitTimeout
 	case out.Killed:
 		return ExitInterrupted

@@ -51,6 +51,7 @@ type ExecOutput struct {
 	Stderr          string        `json:"stderr" jsonschema:"the command's standard error, at most 64 KB; after a kill it starts with the reason, after a refusal or spawn failure it is the reason"`
 	ExitCode        *int          `json:"exitCode" jsonschema:"exit status; null when the command did not run (see error), or while a session's command runs (running: true)"`
 	Killed          bool          `json:"killed" jsonschema:"the tree was killed: timeout, a limit (memory, process, disk, cpu) or cancellation (the reason starts stderr)"`
+	KilledBy        KillKind      `json:"killedBy,omitempty" jsonschema:"when killed: why, as one word: timeout, cancelled, memory, processes, disk, cpu, or session (a session closed, idle, or the server shutting down)"`
 	DurationMs      float64       `json:"durationMs" jsonschema:"wall-clock time of the call in ms; in a session's answers, since the command started"`
 	StdoutTruncated bool          `json:"stdoutTruncated,omitempty" jsonschema:"stdout passed its limit; the rest was dropped"`
 	StderrTruncated bool          `json:"stderrTruncated,omitempty" jsonschema:"stderr passed its limit; the rest was dropped"`
@@ -276,7 +277,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 
 	k := &killSwitch{tree: tree}
 	stopLimits := c.enforce(tree, k)
-	stopCancel := context.AfterFunc(ctx, func() { k.kill("cancelled") })
+	stopCancel := context.AfterFunc(ctx, func() { k.kill(killReason{kind: KilledCancelled}) })
 	stopProgress := reportProgress(ctx, start, c.timeout, tail.line)
 	res, werr := tree.Wait()
 	stopProgress()
@@ -316,18 +317,22 @@ func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command
 type killSwitch struct {
 	tree   tree
 	once   sync.Once
-	reason string
+	reason killReason
 }
 
-func (k *killSwitch) kill(reason string) {
+func (k *killSwitch) kill(reason killReason) {
 	k.once.Do(func() {
 		k.reason = reason
 		k.tree.Kill()
 	})
 }
 
-// settle returns the reason of the kill, if any: no kill comes after it.
-func (k *killSwitch) settle() string {
+// endSession kills the tree of a session for the session's own note (closed,
+// idle, the server shutting down).
+func (k *killSwitch) endSession(note string) { k.kill(killReason{kind: KilledSession, text: note}) }
+
+// settle returns the reason of the kill, if any (kind ""): no kill comes after it.
+func (k *killSwitch) settle() killReason {
 	k.once.Do(func() {})
 	return k.reason
 }
@@ -348,20 +353,20 @@ func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
 }
 
 // ended completes out, the result of a command whose tree is gone, with how it
-// ended: res and werr as Wait returned them, killedBy the reason of a kill ("" for
-// none; "timeout", "cancelled", a limit's text, or a session's own note); scratch
-// was its scratch dir, pc its proxy call (nil without allowHosts), closed here.
-func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy, scratch string, pc *proxy.Call) (*ExecOutput, error) {
+// ended: res and werr as Wait returned them, killedBy the reason of a kill (kind
+// "" for none); scratch was its scratch dir, pc its proxy call (nil without
+// allowHosts), closed here.
+func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy killReason, scratch string, pc *proxy.Call) (*ExecOutput, error) {
 	// A launcher that died among OOM kills in the call's cgroup was one of
 	// them (a command may lower its processes' OOM scores to the launcher's
 	// where autobox cannot pin them): the limit is the answer.
-	if killedBy == "" && oomKilled(tree) {
-		killedBy = fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)
+	if killedBy.kind == "" && oomKilled(tree) {
+		killedBy = killReason{KilledMemory, fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)}
 	}
-	if killedBy == "" && c.limits.cpuMs > 0 && res.Signal == "SIGXCPU" {
-		killedBy = c.limits.cpuRlimitReason()
+	if killedBy.kind == "" && c.limits.cpuMs > 0 && res.Signal == "SIGXCPU" {
+		killedBy = killReason{KilledCPU, c.limits.cpuRlimitReason()}
 	}
-	if werr != nil && killedBy == "" {
+	if werr != nil && killedBy.kind == "" {
 		return nil, werr
 	}
 	// With werr set here the tree was killed for a reason of ours and the
@@ -374,22 +379,17 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Error = res.SpawnError
 		out.Stderr = res.SpawnError + "\n" + out.Stderr
 	}
-	switch {
-	case killedBy == "timeout":
-		out.Killed = true
+	out.Killed, out.KilledBy = killedBy.kind != "", killedBy.kind
+	switch killedBy.kind {
+	case "":
+	case KilledTimeout:
 		out.Stderr = c.timeoutNote() + "\n" + out.Stderr
-	case strings.HasPrefix(killedBy, "disk"):
-		out.Killed = true
-		out.Stderr = killedBy + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
-	case limitKill(killedBy):
-		out.Killed = true
-		out.Stderr = killedBy + "\n" + out.Stderr
-	case killedBy == "cancelled":
-		out.Killed = true
+	case KilledCancelled:
 		out.Stderr = "killed: call cancelled\n" + out.Stderr
-	case killedBy != "":
-		out.Killed = true
-		out.Stderr = killedBy + "\n" + out.Stderr
+	case KilledDisk:
+		out.Stderr = killedBy.text + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
+	default:
+		out.Stderr = killedBy.text + "\n" + out.Stderr
 	}
 	c.noteRefusals(out, tree, killedBy)
 	noteCompat(out, res)

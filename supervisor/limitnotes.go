@@ -41,9 +41,9 @@ func (s *Server) limitCaps() limitCaps {
 // noteLimits appends to out.Stderr the notes above that its stderr calls for;
 // scratch is the command's scratch dir (host path), "" for none; killedBy as
 // ended has it (a kill at maxWriteMb says the limit itself).
-func (c *execCall) noteLimits(out *ExecOutput, scratch, killedBy string) {
+func (c *execCall) noteLimits(out *ExecOutput, scratch string, killedBy killReason) {
 	text := strings.ToLower(out.Stderr)
-	if (strings.Contains(text, "file too large") || strings.Contains(out.Stderr, "EFBIG")) && !strings.HasPrefix(killedBy, "disk") {
+	if (strings.Contains(text, "file too large") || strings.Contains(out.Stderr, "EFBIG")) && killedBy.kind != KilledDisk {
 		writeMb := int(c.limits.WriteBytes >> 20)
 		raise := fmt.Sprintf("raise maxWriteMb (at most %d)", c.limitCaps.writeMb)
 		if writeMb >= c.limitCaps.writeMb {

@@ -84,7 +84,7 @@ func (l treeLimits) command() *policy.Limits {
 
 // watch starts the watchdog of a tree: its memory and the limits the kernel does not
 // hold it to. breach gets the kill reason, in the tools' parameter names, once.
-func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
+func (l treeLimits) watch(t tree, breach func(killReason)) *watchdog.Watch {
 	wl := l.watched()
 	o := watchdog.Options{ExcludeRoot: rootIsLauncher}
 	if k, ok := t.(watchdog.Kernel); ok {
@@ -94,7 +94,7 @@ func (l treeLimits) watch(t tree, breach func(reason string)) *watchdog.Watch {
 	if m, ok := t.(memoryCgroupTree); ok && runtime.GOOS == "linux" {
 		o.Memfds = !m.MemoryCgroup()
 	}
-	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(b.Reason(wl, paramNames)) })
+	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(killReason{breachKinds[b.Kind], b.Reason(wl, paramNames)}) })
 }
 
 // watched are the limits the watchdog holds a tree to.
@@ -113,16 +113,6 @@ var paramNames = watchdog.Names{Memory: "memoryMb", Processes: "maxProcesses", W
 // RLIMIT_CPU (SIGXCPU): a process passed the whole seconds of cpuMs on its own.
 func (l treeLimits) cpuRlimitReason() string {
 	return fmt.Sprintf("cpu limit exceeded (a process used the %d s of RLIMIT_CPU that cpuMs %d gives each; killed by the kernel)", (l.cpuMs+999)/1000, l.cpuMs)
-}
-
-// limitKill reports whether reason is one of a limit's kills.
-func limitKill(reason string) bool {
-	for _, p := range []string{"memory limit exceeded", "process limit exceeded", "disk limit exceeded", "cpu limit exceeded"} {
-		if strings.HasPrefix(reason, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }

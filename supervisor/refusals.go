@@ -22,7 +22,7 @@ type forkCounter interface{ ForksRefused() int }
 
 // noteRefusals sets out.Usage.ForksRefused and, unless the call was killed at
 // the process limit (whose reason says it already), appends a note to stderr.
-func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
+func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy killReason) {
 	fc, ok := t.(forkCounter)
 	if !ok {
 		return
@@ -30,7 +30,7 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
 	n := fc.ForksRefused()
 	if n < 0 {
 		// Refused but not counted: the command's own words are the evidence.
-		if !strings.HasPrefix(killedBy, "process limit exceeded") && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
+		if killedBy.kind != KilledProcesses && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
 			shared := ""
 			if isolationOf(t) == jail.ModeLandlock {
 				shared = " (without namespaces it counts every process of the user: forks are refused sooner when the user's other processes grew while the command ran)"
@@ -43,7 +43,7 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy string) {
 		return
 	}
 	out.Usage.ForksRefused = n
-	if strings.HasPrefix(killedBy, "process limit exceeded") {
+	if killedBy.kind == KilledProcesses {
 		return
 	}
 	out.Stderr += fmt.Sprintf("[autobox: maxProcesses %d refused %d fork(s) of this command (EAGAIN: \"Cannot fork\", \"Resource temporarily unavailable\"); if it needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, n)

@@ -220,7 +220,7 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	}
 	// The call that starts a session may be cancelled while it waits for its
 	// first answer: the client never learns the id, so the session ends.
-	stopCancel := context.AfterFunc(ctx, func() { sess.kill("cancelled") })
+	stopCancel := context.AfterFunc(ctx, func() { sess.kill(killReason{kind: KilledCancelled}) })
 	stopProgress := reportProgress(ctx, start, *c.yield, func() string { return lastLine(s.sessions.Latest(sess.id)) })
 	a, err := s.sessions.Poll(context.Background(), sess.id, session.Wait{For: *c.yield})
 	stopProgress()
@@ -241,7 +241,7 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 // startedSession is what startSession needs of a session it launched.
 type startedSession struct {
 	id   string
-	kill func(reason string)
+	kill func(killReason)
 }
 
 // launchSession starts the command of a session as ExecCommand starts one,
@@ -347,11 +347,11 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}
 			}
-			requested := killedBy == session.ClosedNote
+			requested := killedBy == killReason{KilledSession, session.ClosedNote}
 			return sessionEnd{out: out, isErr: out.ExitCode == nil || out.Killed && !requested}
 		},
 		Signal: func(sig string) error { return signalSession(tree, io, sig) },
-		End:    k.kill,
+		End:    k.endSession,
 	}
 	sess := slot.Open(spec, start)
 	ports.named(sess.ID(), s.sessions)
@@ -418,7 +418,7 @@ func sessionOutput(a *session.Answer[sessionEnd], unsafe bool) (*ExecOutput, boo
 		out.Running, out.SessionID = true, a.ID
 	} else {
 		end := a.End.out
-		out.ExitCode, out.Killed, out.Signal, out.Error = end.ExitCode, end.Killed, end.Signal, end.Error
+		out.ExitCode, out.Killed, out.KilledBy, out.Signal, out.Error = end.ExitCode, end.Killed, end.KilledBy, end.Signal, end.Error
 		out.Usage, out.Network = end.Usage, end.Network
 		out.Stderr = end.Stderr + out.Stderr
 		out.SessionID = a.ID

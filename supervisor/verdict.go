@@ -17,5 +17,5 @@ func timeUp(t tree, k *killSwitch) {
 	if launcherExited(t) {
 		return
 	}
-	k.kill("timeout")
+	k.kill(killReason{kind: KilledTimeout})
 }

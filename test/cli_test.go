@@ -377,7 +377,7 @@ func TestCLIBatch(t *testing.T) {
 		{10.0, false, `unknown field "colour"`},
 		{11.0, false, "status needs workspaceId"},
 		{12.0, true, `"last"`},
-		{13.0, false, `"killed":true,"durationMs"`},
+		{13.0, false, `"killed":true,"killedBy":"cpu","durationMs"`},
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != len(want) {

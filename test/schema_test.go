@@ -89,6 +89,9 @@ func checkResult(schemas map[string]*jsonschema.Resolved, tool string, res *mcp.
 	if err := rs.Validate(v); err != nil {
 		return fmt.Errorf("structured content %s does not validate against the output schema: %v", raw, err)
 	}
+	if err := checkKilledBy(v); err != nil {
+		return fmt.Errorf("%v in %s", err, raw)
+	}
 	var text any
 	if err := json.Unmarshal([]byte(textOf(res)), &text); err != nil || !reflect.DeepEqual(text, v) {
 		return fmt.Errorf("text content %q is not the structured content %s", textOf(res), raw)
@@ -392,4 +395,45 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 			t.Errorf("%s %v: want ok false: %s", c.tool, c.args, raw)
 		}
 	}
+}
+
+// killStarts is the head of stderr for each killedBy of a command's result.
+var killStarts = map[string][]string{
+	"timeout":   {"killed: timeout after "},
+	"cancelled": {"killed: call cancelled"},
+	"memory":    {"memory limit exceeded ("},
+	"processes": {"process limit exceeded ("},
+	"disk":      {"disk limit exceeded ("},
+	"cpu":       {"cpu limit exceeded ("},
+	"session":   {"killed: session closed", "killed: session idle for ", "killed: the server is shutting down"},
+}
+
+// checkKilledBy holds every command result to one rule: killedBy is set
+// exactly when killed is, and names the reason stderr starts with.
+func checkKilledBy(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	killed, _ := m["killed"].(bool)
+	by, hasBy := m["killedBy"].(string)
+	stderr, _ := m["stderr"].(string)
+	switch {
+	case !killed && hasBy:
+		return fmt.Errorf("killedBy %q on a result that was not killed", by)
+	case killed && !hasBy:
+		return fmt.Errorf("killed with no killedBy (stderr %.80q)", stderr)
+	case killed:
+		starts, known := killStarts[by]
+		if !known {
+			return fmt.Errorf("killedBy %q is none of the documented reasons", by)
+		}
+		for _, p := range starts {
+			if strings.HasPrefix(stderr, p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("killedBy %q but stderr starts %.80q", by, stderr)
+	}
+	return nil
 }
