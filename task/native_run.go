@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/autobox-dev/autobox/internal/watchdog"
@@ -79,7 +78,7 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 type jailProc struct {
 	tree    *jail.Tree
 	watch   *watchdog.Watch // the limits the kernel does not hold the tree to
-	breach  chan string     // the kill reason, once
+	breach  chan limitKill  // the kill at a limit, once
 	writers []*os.File      // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
 	mu      sync.Mutex   // serialises the copiers: stdout and stderr may be one writer
@@ -172,17 +171,17 @@ func (j *jailProc) wait() (int, error) {
 			io.WriteString(j.stderr, block)
 		}
 	}
-	var reason string
+	var killed limitKill
 	select {
-	case reason = <-j.breach:
+	case killed = <-j.breach:
 	default:
 	}
 	switch {
-	case reason != "":
+	case killed.kind != 0:
 		if j.stderr != nil {
-			fmt.Fprintf(j.stderr, "autobox task run: %s\n", reason)
+			fmt.Fprintf(j.stderr, "autobox task run: %s\n", killed.text)
 		}
-		return limitCode(reason), nil
+		return killed.code(), nil
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
 	case !res.Started:
@@ -201,20 +200,26 @@ var taskNames = watchdog.Names{Processes: "--max-processes", Written: "--max-wri
 // watchLimits starts the watchdog that kills the tree past a limit of l the
 // kernel does not hold it to (see package watchdog); wait tells the reason.
 func (j *jailProc) watchLimits(l *policy.Limits) {
-	j.breach = make(chan string, 1)
+	j.breach = make(chan limitKill, 1)
 	wl := watchdog.Limits{Processes: l.Processes, Written: l.WriteBytes, CPU: l.CPU}
 	j.watch = watchdog.Start(j.tree.Pid(), wl, watchdog.Options{ExcludeRoot: true, Kernel: j.tree}, func(b watchdog.Breach) {
-		j.breach <- b.Reason(wl, taskNames)
+		j.breach <- limitKill{b.Kind, b.Reason(wl, taskNames)}
 		go j.tree.Kill() // not on the watchdog's own goroutine: Kill waits for the tree
 	})
 }
 
-// limitCode is run's exit status for a kill at a limit.
-func limitCode(reason string) int {
-	switch {
-	case strings.HasPrefix(reason, "cpu"):
+// limitKill is the limit the watchdog killed the tree at, and its text.
+type limitKill struct {
+	kind watchdog.Kind
+	text string
+}
+
+// code is run's exit status for the kill.
+func (k limitKill) code() int {
+	switch k.kind {
+	case watchdog.CPU:
 		return exitCPU
-	case strings.HasPrefix(reason, "disk"):
+	case watchdog.Disk:
 		return exitDisk
 	}
 	return exitProcesses
