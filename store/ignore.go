@@ -249,8 +249,8 @@ func gitIgnored(ctx context.Context, git, dir, root string, qs []ignoreQuery, ho
 			continue
 		}
 		arg := "./" + rel
-		if q.dir {
-			arg += "/"
+		if q.dir && !isHostLink(q.rel, hostLink, linked) {
+			arg += "/" // a trailing slash on a host link would make git look through it
 		}
 		asked[arg] = q.rel
 		in.WriteString(arg)
@@ -284,16 +284,21 @@ func gitIgnored(ctx context.Context, git, dir, root string, qs []ignoreQuery, ho
 	return got, nil
 }
 
+// isHostLink is hostLink(rel), memoized in linked.
+func isHostLink(rel string, hostLink func(string) bool, linked map[string]bool) bool {
+	l, seen := linked[rel]
+	if !seen {
+		l = hostLink(rel)
+		linked[rel] = l
+	}
+	return l
+}
+
 // underHostLink reports whether a directory between root and rel (exclusive) is a
 // symbolic link on the host; linked memoizes.
 func underHostLink(rel, root string, hostLink func(string) bool, linked map[string]bool) bool {
 	for d := parentOf(rel); d != root && d != ""; d = parentOf(d) {
-		l, seen := linked[d]
-		if !seen {
-			l = hostLink(d)
-			linked[d] = l
-		}
-		if l {
+		if isHostLink(d, hostLink, linked) {
 			return true
 		}
 	}
