@@ -128,7 +128,7 @@ func TestIgnoreGitRules(t *testing.T) {
 	}
 	// includeIgnored syncs them, node_modules as one applied change.
 	r, err := e.s.SyncWith(context.Background(), id, &SyncOptions{IncludeIgnored: true})
-	if err != nil || !r.OK || !slices.Contains(r.Applied, "node_modules") || !exists(filepath.Join(e.src, "node_modules/pkgz/f" + strings.Repeat("x", 25) + ".js")) {
+	if err != nil || !r.OK || !slices.Contains(r.Applied, "node_modules") || !exists(filepath.Join(e.src, "node_modules/pkgz/f"+strings.Repeat("x", 25)+".js")) {
 		t.Errorf("sync with includeIgnored: %v %+v", err, r)
 	}
 }
