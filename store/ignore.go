@@ -356,14 +356,6 @@ func (pl *plan) dropIgnored(ctx context.Context) *Ignored {
 	if len(pl.ws) == 0 {
 		return nil
 	}
-	qs := make([]ignoreQuery, 0, len(pl.ws))
-	for p, act := range pl.ws {
-		e, ok := pl.work.get(p)
-		if act == ActionDelete || !ok {
-			e, _ = pl.base.get(p)
-		}
-		qs = append(qs, ignoreQuery{rel: p, dir: e.isDir()})
-	}
 	isRepo := func(d string) bool {
 		_, ok := pl.base.get(d + "/.git")
 		return ok
@@ -380,7 +372,9 @@ func (pl *plan) dropIgnored(ctx context.Context) *Ignored {
 		e, ok, err := pl.o.src.lstat(d)
 		return err == nil && ok && e.typ == unix.S_IFLNK
 	}
-	ign, rules := judgeIgnored(ctx, pl.o.src.path, qs, isRepo, marker, hostLink)
+	ign, rules := pl.judgeInRounds(func(qs []ignoreQuery) (map[string]bool, string) {
+		return judgeIgnored(ctx, pl.o.src.path, qs, isRepo, marker, hostLink)
+	})
 	// A directory the workspace removes or replaces keeps its ignored entries on the
 	// host: its removal is dropped (its other entries go one by one); a replacement
 	// by a non-directory cannot keep them and is a conflict.
@@ -426,4 +420,76 @@ func (pl *plan) dropIgnored(ctx context.Context) *Ignored {
 	}
 	return &Ignored{Count: len(ign), Paths: top, Rules: rules,
 		Note: "ignored paths are neither listed nor synced, and sync never deletes or overwrites them on the host; includeIgnored: true (autobox ws --include-ignored) lists and syncs them"}
+}
+
+// pruneRounds bounds the rounds of judgeInRounds; what is left after them is asked
+// in one.
+const pruneRounds = 8
+
+// judgeInRounds asks judge about the plan's changed paths, a level of new
+// directories at a time: the entries of a new directory the rules ignore are ignored
+// without asking (git never looks inside an ignored directory for untracked files,
+// and a new directory's entries are untracked), so a new node_modules of 100,000
+// files costs one question, not 100,000. It returns the ignored paths and the rules'
+// description of the first round.
+func (pl *plan) judgeInRounds(judge func([]ignoreQuery) (map[string]bool, string)) (map[string]bool, string) {
+	newDir := func(p string) bool {
+		if pl.ws[p] != ActionAdd {
+			return false
+		}
+		w, ok := pl.work.get(p)
+		return ok && w.isDir()
+	}
+	children := map[string][]string{}
+	var round []string
+	for p := range pl.ws {
+		if par := parentOf(p); par != "" && newDir(par) {
+			children[par] = append(children[par], p)
+		} else {
+			round = append(round, p)
+		}
+	}
+	var below func(p string, fn func(string))
+	below = func(p string, fn func(string)) {
+		for _, c := range children[p] {
+			fn(c)
+			below(c, fn)
+		}
+	}
+	ign := map[string]bool{}
+	var rules string
+	for n := 0; len(round) > 0; n++ {
+		if n == pruneRounds-1 { // the last round: everything left
+			var all []string
+			for _, p := range round {
+				all = append(all, p)
+				below(p, func(c string) { all = append(all, c) })
+			}
+			round = all
+		}
+		qs := make([]ignoreQuery, len(round))
+		for i, p := range round {
+			e, ok := pl.work.get(p)
+			if pl.ws[p] == ActionDelete || !ok {
+				e, _ = pl.base.get(p)
+			}
+			qs[i] = ignoreQuery{rel: p, dir: e.isDir()}
+		}
+		got, how := judge(qs)
+		if n == 0 || strings.HasPrefix(how, "none") {
+			rules = how
+		}
+		var next []string
+		for _, p := range round {
+			switch {
+			case got[p]:
+				ign[p] = true
+				below(p, func(c string) { ign[c] = true })
+			case n < pruneRounds-1:
+				next = append(next, children[p]...)
+			}
+		}
+		round = next
+	}
+	return ign, rules
 }

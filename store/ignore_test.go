@@ -259,3 +259,37 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A new directory the rules ignore is one question to git, whatever it holds; the
+// entries of a new directory they do not ignore are asked about, level by level.
+func TestIgnoreAsksOncePerIgnoredDir(t *testing.T) {
+	needGit(t)
+	e := newEnv(t)
+	gitIn(t, e.src, "init", "-q")
+	writeFile(t, e.src, ".gitignore", "node_modules/\n*.o\n")
+	id := e.create().WorkspaceID
+	w := e.work(id)
+	for i := range 3000 {
+		writeFile(t, w, filepath.Join("node_modules", "p"+strings.Repeat("q", i%30), "lib", "deep", "f"+strings.Repeat("x", i/30)+".js"), "x\n")
+	}
+	for i := range 12 {
+		writeFile(t, w, filepath.Join("proj", strings.Repeat("d/", i), "a.o"), "o\n")
+	}
+	o, err := e.s.open(id)
+	must(t, err)
+	defer o.Close()
+	pl, err := makePlan(context.Background(), o, true)
+	must(t, err)
+	asked, rounds := 0, 0
+	ign, rules := pl.judgeInRounds(func(qs []ignoreQuery) (map[string]bool, string) {
+		asked += len(qs)
+		rounds++
+		return judgeIgnored(context.Background(), e.src, qs, func(string) bool { return false }, func(string, string) bool { return false }, func(string) bool { return false })
+	})
+	if !ign["node_modules/p/lib/deep/f.js"] || !ign["proj/d/d/d/d/d/d/d/d/d/d/d/a.o"] || ign["proj/d"] || !strings.HasPrefix(rules, "git") {
+		t.Errorf("ignored %d paths, rules %q", len(ign), rules)
+	}
+	if asked > 40 || rounds != pruneRounds {
+		t.Errorf("asked git about %d paths in %d rounds; want node_modules once and proj level by level, then the rest at once", asked, rounds)
+	}
+}
