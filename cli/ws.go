@@ -12,8 +12,8 @@ import (
 )
 
 const wsHelp = `Usage: autobox ws create [flags] HOST SANDBOX
-       autobox ws status [--diff] [--json] ID [PATH...]
-       autobox ws sync [--json] ID [PATH...]
+       autobox ws status [--diff] [--include-ignored] [--json] ID [PATH...]
+       autobox ws sync [--include-ignored] [--json] ID [PATH...]
        autobox ws resolve|merge [--json] ID PATH...
        autobox ws discard [--json] ID
        autobox ws list [--json]
@@ -26,7 +26,11 @@ makes them. The host directory is unchanged until an explicit sync.
            prints the workspace id on stdout (details on stderr)
   status   the changes sync would make, and the conflicts that would stop it;
            --diff adds a unified diff (binary and files over 1 MB summarised, 64 KB
-           in all); PATHs (relative to the workspace root) narrow it to those
+           in all); PATHs (relative to the workspace root) narrow it to those;
+           paths the source's ignore rules cover (.gitignore as git reads it, else
+           a default list: node_modules, __pycache__, ...) are left out, and a new
+           directory of more than 20 entries is one line: --include-ignored lists
+           the ignored ones, a PATH naming a directory lists its entries
   sync     apply the workspace's changes to HOST; conflicts abort with nothing
            applied; with PATHs, only the changes at or beneath them (the rest stays
            pending, and conflicts elsewhere do not stop it)
@@ -79,6 +83,7 @@ func (e *env) ws(args []string) int {
 	includeUnsynced := fs.Bool("include-unsynced", false, "prune: discard workspaces with unsynced changes too")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be discarded, and discard nothing")
 	diff := fs.Bool("diff", false, "status: add a unified diff of the changes")
+	includeIgnored := fs.Bool("include-ignored", false, "status, sync: also list and sync the paths the source's ignore rules cover (.gitignore, or the default list)")
 	action, done, status := e.action("ws", wsHelp, fs, args, "create", "status", "sync", "resolve", "merge", "discard", "list", "prune")
 	if done {
 		return status
@@ -104,7 +109,10 @@ func (e *env) ws(args []string) int {
 	if action != "status" && *diff {
 		return e.usage("ws", "--diff is for status only")
 	}
-	in := &supervisor.WorkspaceInput{Action: action, Diff: *diff}
+	if action != "status" && action != "sync" && *includeIgnored {
+		return e.usage("ws", "--include-ignored is for status and sync only")
+	}
+	in := &supervisor.WorkspaceInput{Action: action, Diff: *diff, IncludeIgnored: *includeIgnored}
 	switch action {
 	case "prune":
 		if len(pos) != 0 {
@@ -209,6 +217,7 @@ func (e *env) printWorkspace(res any) error {
 		printChanges(w, r.Changes)
 		printConflicts(w, r.WorkspaceID, r.Conflicts)
 		printPending(w, r.Pending)
+		printLeftOut(w, r.Summarized, r.Ignored)
 		printDiff(w, r.Diff)
 	case *store.ResolveResult:
 		printResolved(w, r)
@@ -218,6 +227,7 @@ func (e *env) printWorkspace(res any) error {
 			fmt.Fprintf(w, "synced %d of %d changes (%d files cloned, %d copied)\n", len(r.Applied), len(r.Changes), r.ClonedFiles, r.CopiedFiles)
 			printChanges(w, r.Changes)
 			printPending(w, r.Pending)
+			printLeftOut(w, "", r.Ignored)
 		case r.Error != "":
 			fmt.Fprintf(w, "sync stopped part-way: %s\n", escapeText(r.Error))
 			fmt.Fprintf(w, "applied (%d):\n", len(r.Applied))
@@ -247,9 +257,38 @@ func printChanges(w io.Writer, changes []store.Change) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACTION\tPATH")
 	for _, c := range changes {
+		if c.First != nil {
+			first := make([]string, len(c.First))
+			for i, f := range c.First {
+				first[i] = shown(f)
+			}
+			fmt.Fprintf(tw, "%s\t%s/ (%d files, %d bytes: %s, ...)\n", c.Action, shown(c.Path), c.Files, c.Bytes, strings.Join(first, " "))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\n", c.Action, shown(c.Path))
 	}
 	tw.Flush()
+}
+
+// printLeftOut says which new directories are one line each, and what the ignore
+// rules left out.
+func printLeftOut(w io.Writer, summarized string, ign *store.Ignored) {
+	if summarized != "" {
+		fmt.Fprintf(w, "\nnew directories of more than 20 entries are one line each; name one as a PATH to list its entries\n")
+	}
+	if ign == nil {
+		return
+	}
+	shownPaths := make([]string, len(ign.Paths))
+	for i, p := range ign.Paths {
+		shownPaths[i] = shown(p)
+	}
+	more := ""
+	if ign.Count > len(ign.Paths) {
+		more = ", ..."
+	}
+	fmt.Fprintf(w, "\nignored: %d changed paths left out (%s%s) by %s; --include-ignored lists and syncs them\n",
+		ign.Count, strings.Join(shownPaths, " "), more, escapeText(ign.Rules))
 }
 
 func printConflicts(w io.Writer, id string, conflicts []store.Conflict) {

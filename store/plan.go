@@ -15,6 +15,12 @@ import (
 type Change struct {
 	Path   string `json:"path"`
 	Action Action `json:"action"`
+	// A new directory with more than collapseMin entries beneath it is one change:
+	// Files counts the files (and links) beneath it, Bytes their size, First names
+	// its first entries (see collapse).
+	Files int      `json:"files,omitempty"`
+	Bytes int64    `json:"bytes,omitempty"`
+	First []string `json:"first,omitempty"`
 }
 
 // Conflict is a path that blocks sync: changed on both sides since the baseline, or a
@@ -39,6 +45,11 @@ type StatusResult struct {
 	DiffTruncated bool   `json:"diffTruncated,omitempty"`
 	// Pending: with Paths, the changes left out.
 	Pending []Change `json:"pending,omitempty"`
+	// Summarized says which new directories are listed as one change and how to
+	// list their entries.
+	Summarized string `json:"summarized,omitempty"`
+	// Ignored: the changes the ignore rules left out (ignore.go).
+	Ignored *Ignored `json:"ignored,omitempty"`
 }
 
 // StatusOptions are status's optional parameters; nil means none.
@@ -48,6 +59,8 @@ type StatusOptions struct {
 	// Paths narrows the changes, conflicts and diff to those at or beneath these
 	// paths (relative to the workspace root, as status lists them).
 	Paths []string
+	// IncludeIgnored lists the changes the ignore rules would leave out.
+	IncludeIgnored bool
 }
 
 // opened holds a workspace's trees, open for one operation.
@@ -104,10 +117,18 @@ type plan struct {
 	report      map[string]string // ws path → the listed change that covers it
 	changes     []Change
 	conflicts   []Conflict
+	// ignored: what the ignore rules left out (nil with includeIgnored or when
+	// none); ignoreBlocks: directories the workspace replaces with a file though
+	// they hold ignored host entries → one such entry.
+	ignored      *Ignored
+	ignoreBlocks map[string]string
+	// expand: paths a caller named; new directories at or beneath them are listed
+	// entry by entry.
+	expand []string
 }
 
-func makePlan(ctx context.Context, o *opened) (*plan, error) {
-	pl := &plan{o: o, ex: o.ex, host: map[string]hostEntry{}}
+func makePlan(ctx context.Context, o *opened, includeIgnored bool) (*plan, error) {
+	pl := &plan{o: o, ex: o.ex, host: map[string]hostEntry{}, ignoreBlocks: map[string]string{}}
 	var berr, werr error
 	var wg sync.WaitGroup
 	wg.Go(func() { pl.base, pl.baseScanned, berr = loadBaseline(ctx, o.dir, o.base, o.ex) })
@@ -121,6 +142,9 @@ func makePlan(ctx context.Context, o *opened) (*plan, error) {
 	var err error
 	if pl.ws, err = diff(pl.base, pl.work, o.base, o.work); err != nil {
 		return nil, fmt.Errorf("comparing working tree: %w", err)
+	}
+	if !includeIgnored {
+		pl.ignored = pl.dropIgnored(ctx)
 	}
 	if pl.hs, err = pl.hostChanges(ctx); err != nil {
 		return nil, fmt.Errorf("comparing host: %w", err)
@@ -166,11 +190,21 @@ func (pl *plan) removesDir(p string) bool {
 }
 
 // collapse builds the reported change list: deletions beneath a removed directory are
-// covered by that directory's entry.
+// covered by that directory's entry, and the entries of a large new directory by its
+// own (summary.go).
 func (pl *plan) collapse() {
 	pl.report = make(map[string]string, len(pl.ws))
 	pl.changes = []Change{}
+	sums := pl.newDirs(pl.report)
 	for p, act := range pl.ws {
+		if c := sums[p]; c != nil {
+			pl.report[p] = p
+			pl.changes = append(pl.changes, *c)
+			continue
+		}
+		if _, inDir := pl.report[p]; inDir {
+			continue // beneath a new directory listed as one
+		}
 		rep := p
 		if act == ActionDelete {
 			ancestors(p, func(a string) bool {
@@ -221,6 +255,12 @@ func (pl *plan) findConflicts() {
 			return true
 		})
 	}
+	for p, e := range pl.ignoreBlocks {
+		if _, still := pl.ws[p]; still {
+			add(Conflict{Path: p, Workspace: pl.ws[p], Reason: fmt.Sprintf(
+				"replacing directory %s would delete %s on the host, which the ignore rules cover; sync never deletes ignored paths (includeIgnored: true treats them as any other)", p, e)})
+		}
+	}
 	for _, ch := range pl.changes {
 		if e, ok := pl.ex.under(ch.Path); ok && pl.removesDir(ch.Path) {
 			add(Conflict{Path: ch.Path, Workspace: ch.Action, Reason: fmt.Sprintf(
@@ -263,7 +303,7 @@ func (pl *plan) findConflicts() {
 // beginPlanned starts an operation on workspace id with its trees open and compared;
 // done closes them and releases the locks. A change (action "sync", "resolve")
 // holds the workspace's own lock too (wslock.go); status ("") does not.
-func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened, pl *plan, done func(), err error) {
+func (s *Store) beginPlanned(ctx context.Context, id, change string, includeIgnored bool) (o *opened, pl *plan, done func(), err error) {
 	unchange := func() {}
 	if change != "" {
 		if unchange, err = s.change(ctx, id, change); err != nil {
@@ -281,7 +321,7 @@ func (s *Store) beginPlanned(ctx context.Context, id, change string) (o *opened,
 		return nil, nil, nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		pl, err = makePlan(ctx, o)
+		pl, err = makePlan(ctx, o, includeIgnored)
 		// status runs beside the calls that use the workspace (wslock.go): a file
 		// one of them replaces while the scan reads it is looked at again.
 		if err == nil || change != "" || attempt == statusAttempts || !racedScan(err) {
@@ -317,7 +357,7 @@ func (s *Store) StatusWith(ctx context.Context, id string, opts *StatusOptions) 
 	if opts == nil {
 		opts = &StatusOptions{}
 	}
-	o, pl, done, err := s.beginPlanned(ctx, id, "")
+	o, pl, done, err := s.beginPlanned(ctx, id, "", opts.IncludeIgnored)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +366,8 @@ func (s *Store) StatusWith(ctx context.Context, id string, opts *StatusOptions) 
 	if err := pl.narrow(opts.Paths); err != nil {
 		return nil, err
 	}
-	res := &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts}
+	res := &StatusResult{OK: true, WorkspaceID: id, SandboxPath: o.rec.SandboxPath, Changes: pl.changes, Conflicts: pl.conflicts,
+		Summarized: summarized(pl.changes), Ignored: pl.ignored}
 	if opts.Paths != nil {
 		res.Pending = pendingOf(all, pl.changes)
 	}
@@ -345,6 +386,7 @@ func (pl *plan) narrow(paths []string) error {
 	if err != nil {
 		return err
 	}
+	pl.expand = clean
 	return pl.restrict("paths", clean)
 }
 

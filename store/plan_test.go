@@ -165,7 +165,7 @@ func TestPlanMatchesFullComparison(t *testing.T) {
 		want := referencePlan(t, o)
 		for _, min := range []int{1 << 30, -1} { // path by path; whole scan
 			hostScanMin = min
-			got, err := makePlan(context.Background(), o)
+			got, err := makePlan(context.Background(), o, true)
 			if err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}

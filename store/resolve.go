@@ -148,7 +148,7 @@ func (s *Store) beginResolve(ctx context.Context, id, action string, paths []str
 	if paths == nil {
 		return nil, nil, invalidf("%s needs paths: the conflicted paths to %s (status lists the conflicts)", action, action)
 	}
-	o, pl, done, err := s.beginPlanned(ctx, id, action)
+	o, pl, done, err := s.beginPlanned(ctx, id, action, true)
 	if err != nil {
 		return nil, nil, err
 	}

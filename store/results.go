@@ -59,6 +59,7 @@ type SyncResult struct {
 	Error       string // set when the sync stopped part-way
 	Recovery    string
 	Pending     []Change // with SyncOptions.Paths: the changes left for a later sync
+	Ignored     *Ignored // the changes the ignore rules left out (ignore.go)
 }
 
 // MarshalJSON emits the seed's shape for the result's state.
@@ -81,7 +82,9 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 			ClonedFiles int      `json:"clonedFiles"`
 			CopiedFiles int      `json:"copiedFiles"`
 			Pending     []Change `json:"pending,omitempty"`
-		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles, r.Pending})
+			Summarized  string   `json:"summarized,omitempty"`
+			Ignored     *Ignored `json:"ignored,omitempty"`
+		}{true, r.WorkspaceID, changes, applied, r.ClonedFiles, r.CopiedFiles, r.Pending, summarized(changes), r.Ignored})
 	case r.Error != "":
 		return json.Marshal(struct {
 			OK          bool     `json:"ok"`
@@ -103,5 +106,7 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 		Conflicts   []Conflict `json:"conflicts"`
 		Applied     []string   `json:"applied"`
 		Pending     []Change   `json:"pending,omitempty"`
-	}{false, r.WorkspaceID, changes, conflicts, applied, r.Pending})
+		Summarized  string     `json:"summarized,omitempty"`
+		Ignored     *Ignored   `json:"ignored,omitempty"`
+	}{false, r.WorkspaceID, changes, conflicts, applied, r.Pending, summarized(changes), r.Ignored})
 }

@@ -36,6 +36,8 @@ type SyncOptions struct {
 	// directories they need); the others stay pending. Conflicts elsewhere do not
 	// stop it.
 	Paths []string
+	// IncludeIgnored syncs the changes the ignore rules would leave out.
+	IncludeIgnored bool
 }
 
 // SyncWith is Sync with options.
@@ -43,7 +45,7 @@ func (s *Store) SyncWith(ctx context.Context, id string, opts *SyncOptions) (*Sy
 	if opts == nil {
 		opts = &SyncOptions{}
 	}
-	o, pl, done, err := s.beginPlanned(ctx, id, "sync")
+	o, pl, done, err := s.beginPlanned(ctx, id, "sync", opts.IncludeIgnored)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func (s *Store) SyncWith(ctx context.Context, id string, opts *SyncOptions) (*Sy
 	if err := pl.narrow(opts.Paths); err != nil {
 		return nil, err
 	}
-	res := &SyncResult{WorkspaceID: id, Changes: pl.changes, Applied: []string{}}
+	res := &SyncResult{WorkspaceID: id, Changes: pl.changes, Applied: []string{}, Ignored: pl.ignored}
 	if opts.Paths != nil {
 		res.Pending = pendingOf(all, pl.changes)
 	}

@@ -154,10 +154,11 @@ var inputRules = map[string]map[string][]rule{
 		"closeStdin": {byDefault(false)},
 	},
 	"copy_then_sync": {
-		"action":   {choices(true, "create", "status", "sync", "resolve", "merge", "discard")},
-		"diff":     {byDefault(false)},
-		"copyMode": {choices(false, store.CopyModeAuto, store.CopyModeClone)},
-		"excludes": {byDefault([]string{})},
+		"action":         {choices(true, "create", "status", "sync", "resolve", "merge", "discard")},
+		"diff":           {byDefault(false)},
+		"includeIgnored": {byDefault(false)},
+		"copyMode":       {choices(false, store.CopyModeAuto, store.CopyModeClone)},
+		"excludes":       {byDefault([]string{})},
 	},
 }
 

@@ -24,14 +24,16 @@ type WorkspaceInput struct {
 	WorkspaceID string   `json:"workspaceId,omitempty" jsonschema:"status, sync, resolve, merge, discard: the id returned by create"`
 	Diff        bool     `json:"diff,omitempty" jsonschema:"status: add a unified diff of the changes (text hunks; binary and files over 1 MB summarised; at most 64 KB in all)"`
 	Paths       []string `json:"paths,omitempty" jsonschema:"status, sync: only the changes at or beneath these paths (relative to the workspace root, as status lists them; the rest stays pending); resolve, merge: the conflicted paths"`
+	// IncludeIgnored turns off the ignore rules for one status or sync.
+	IncludeIgnored bool `json:"includeIgnored,omitempty" jsonschema:"status, sync: also list and sync the paths the source's ignore rules cover (its .gitignore files as git reads them, or a default list such as node_modules and __pycache__ where it has none); they are left out by default"`
 }
 
 // workspaceActions are copy_then_sync's actions, and the parameters each takes
 // besides action (create's are checked by the store).
 var workspaceActions = map[string][]string{
 	"create":  {"hostPath", "sandboxPath", "storagePath", "copyMode", "excludes"},
-	"status":  {"workspaceId", "diff", "paths"},
-	"sync":    {"workspaceId", "paths"},
+	"status":  {"workspaceId", "diff", "paths", "includeIgnored"},
+	"sync":    {"workspaceId", "paths", "includeIgnored"},
 	"resolve": {"workspaceId", "paths"},
 	"merge":   {"workspaceId", "paths"},
 	"discard": {"workspaceId"},
@@ -44,7 +46,7 @@ func (in *WorkspaceInput) given() map[string]bool {
 	return map[string]bool{
 		"hostPath": in.HostPath != "", "sandboxPath": in.SandboxPath != "", "storagePath": in.StoragePath != "",
 		"copyMode": in.CopyMode != "", "excludes": in.Excludes != nil, "workspaceId": in.WorkspaceID != "",
-		"diff": in.Diff, "paths": in.Paths != nil,
+		"diff": in.Diff, "paths": in.Paths != nil, "includeIgnored": in.IncludeIgnored,
 	}
 }
 
@@ -91,10 +93,10 @@ func (s *Server) Workspace(ctx context.Context, in *WorkspaceInput) (any, bool, 
 	}
 	switch in.Action {
 	case "status":
-		r, err := s.store.StatusWith(ctx, in.WorkspaceID, &store.StatusOptions{Diff: in.Diff, Paths: in.Paths})
+		r, err := s.store.StatusWith(ctx, in.WorkspaceID, &store.StatusOptions{Diff: in.Diff, Paths: in.Paths, IncludeIgnored: in.IncludeIgnored})
 		return answered(r, r != nil && r.OK, err)
 	case "sync":
-		r, err := s.store.SyncWith(ctx, in.WorkspaceID, &store.SyncOptions{Paths: in.Paths})
+		r, err := s.store.SyncWith(ctx, in.WorkspaceID, &store.SyncOptions{Paths: in.Paths, IncludeIgnored: in.IncludeIgnored})
 		return answered(r, r != nil && r.OK, err)
 	case "resolve":
 		r, err := s.store.Resolve(ctx, in.WorkspaceID, in.Paths)
@@ -133,6 +135,8 @@ type WorkspaceOutput struct {
 	Conflicts   []store.Conflict `json:"conflicts,omitempty" jsonschema:"status, sync: paths changed on both sides, or changes the rules forbid; a sync with conflicts applies nothing"`
 	Applied     []string         `json:"applied,omitempty" jsonschema:"sync: the changes applied, in order"`
 	Pending     []store.Change   `json:"pending,omitempty" jsonschema:"status, sync with paths: the changes left out, still to sync"`
+	Summarized  string           `json:"summarized,omitempty" jsonschema:"status, sync: which new directories are listed as one change (files, bytes, first entries) and how to list their entries"`
+	Ignored     *store.Ignored   `json:"ignored,omitempty" jsonschema:"status, sync: the changes the ignore rules left out (count, the outermost paths, whose rules) and how to include them"`
 	Diff        string           `json:"diff,omitempty" jsonschema:"status with diff: the changes as a unified diff"`
 	DiffCut     bool             `json:"diffTruncated,omitempty" jsonschema:"status with diff: files were left out to keep the diff within 64 KB (ask with paths)"`
 	Resolved    []string         `json:"resolved,omitempty" jsonschema:"resolve, merge: the paths whose baseline is now the host's current version"`

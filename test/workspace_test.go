@@ -92,7 +92,7 @@ func TestWorkspaceFlow(t *testing.T) {
 		t.Fatalf("status: isError=%v %+v", isErr, st)
 	}
 	// Creation fields are rejected on status/sync/discard.
-	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "sync takes workspaceId, paths, not hostPath; hostPath, sandboxPath, storagePath, copyMode and excludes are fixed at create") {
+	if res := s.callRaw("copy_then_sync", map[string]any{"action": "sync", "workspaceId": c.WorkspaceID, "hostPath": src}); !res.IsError || !strings.Contains(errorOf(res), "sync takes workspaceId, paths, includeIgnored, not hostPath; hostPath, sandboxPath, storagePath, copyMode and excludes are fixed at create") {
 		t.Errorf("sync with hostPath: %s", textOf(res))
 	}
 

@@ -56,7 +56,7 @@ func TestWorkspaceReview(t *testing.T) {
 		{map[string]any{"action": "status", "workspaceId": id, "paths": []string{"../etc"}}, `paths[0] "../etc" contains ".."`},
 		{map[string]any{"action": "sync", "workspaceId": id, "paths": []string{"a.txt", "/etc/passwd"}}, `paths[1] "/etc/passwd" is absolute`},
 		{map[string]any{"action": "sync", "workspaceId": id, "paths": []string{"nope"}}, `paths[0] "nope": the workspace has no change at or beneath it`},
-		{map[string]any{"action": "sync", "workspaceId": id, "diff": true}, "sync takes workspaceId, paths, not diff"},
+		{map[string]any{"action": "sync", "workspaceId": id, "diff": true}, "sync takes workspaceId, paths, includeIgnored, not diff"},
 		{map[string]any{"action": "merge", "workspaceId": id}, "merge needs paths"},
 		{map[string]any{"action": "resolve", "workspaceId": id, "paths": []string{"a.txt"}}, `paths[0] "a.txt": it is not in conflict`},
 	} {
