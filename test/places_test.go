@@ -141,3 +141,37 @@ func TestMountPlacesRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestMountPlacesHostile: a command cannot unmount, cover or write through
+// its read-only mount at its place, nor write the root's own directories
+// around it; the read-write mount beside it is writable (positive control).
+func TestMountPlacesHostile(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		if !m.ns {
+			t.Skip("places exist only with a private root")
+		}
+		ro, rw := compatDir(t), compatDir(t)
+		writeFile(t, filepath.Join(ro, "keep.txt"), "kept\n")
+		mounts := []map[string]any{{"hostPath": ro, "sandboxPath": "/mnt/r", "mode": "ro"}, {"hostPath": rw, "sandboxPath": "/mnt/w", "mode": "rw"}}
+		script := `umount /mnt/r 2>/dev/null && echo UNMOUNTED; umount -l /mnt/r 2>/dev/null && echo UNMOUNTED-LAZY
+mount --bind /mnt/w /mnt/r 2>/dev/null && echo COVERED
+mount -o remount,rw /mnt/r 2>/dev/null && echo REMOUNTED
+echo x > /mnt/r/keep.txt 2>/dev/null && echo WROTE-RO; touch /mnt/r/new 2>/dev/null && echo MADE-RO
+mkdir /mnt/other 2>/dev/null && echo MKDIR-PARENT; rmdir /mnt/w 2>/dev/null && echo RMDIR-PLACE; mv /mnt/r /mnt/q 2>/dev/null && echo MOVED
+chmod 777 /mnt 2>/dev/null && echo CHMOD-PARENT
+cat /mnt/r/keep.txt; echo ok > /mnt/w/made.txt && echo rw-ok`
+		o, isErr := s.execPlaces(map[string]any{"command": []string{"sh", "-c", script}, "mounts": mounts})
+		if isErr || o.Stdout != "kept\nrw-ok\n" {
+			t.Errorf("hostile: isError %v, stdout %q, stderr %q", isErr, o.Stdout, o.Stderr)
+		}
+		if got, _ := os.ReadFile(filepath.Join(rw, "made.txt")); string(got) != "ok\n" {
+			t.Errorf("rw mount: made.txt is %q", got)
+		}
+		if got, _ := os.ReadFile(filepath.Join(ro, "keep.txt")); string(got) != "kept\n" {
+			t.Errorf("ro mount changed: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+			t.Errorf("a file was made in the ro mount")
+		}
+	})
+}
