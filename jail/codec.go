@@ -94,6 +94,7 @@ const (
 	tagTmp          = 10
 	tagNoFollow     = 11
 	tagHidden       = 12
+	tagPlaces       = 13 // pairs: host, at
 )
 
 // maxList bounds a list of strings: each costs a string header (16 bytes) for
@@ -236,6 +237,13 @@ func (e *encoder) sandbox(s *policy.Sandbox) {
 	e.int(tagProxyPort, s.ProxyPort)
 	e.str(tagTmp, s.Tmp)
 	e.flag(tagNoFollow, s.NoFollow)
+	if s.Places != nil {
+		pairs := make([]string, 0, 2*len(s.Places))
+		for _, p := range s.Places {
+			pairs = append(pairs, p.Host, p.At)
+		}
+		e.strs(tagPlaces, pairs)
+	}
 }
 
 var errShort = errors.New("field runs past the end of the frame")
@@ -493,6 +501,17 @@ func (d *decoder) sandbox(s *policy.Sandbox) error {
 			s.Tmp, err = d.str()
 		case tagNoFollow:
 			s.NoFollow = true
+		case tagPlaces:
+			var pairs []string
+			if pairs, err = d.strs(); err == nil {
+				if len(pairs)%2 != 0 {
+					return fmt.Errorf("places: %d paths, want pairs", len(pairs))
+				}
+				s.Places = make([]policy.Place, 0, len(pairs)/2)
+				for i := 0; i < len(pairs); i += 2 {
+					s.Places = append(s.Places, policy.Place{Host: pairs[i], At: pairs[i+1]})
+				}
+			}
 		default:
 			err = errTag(tag)
 		}

@@ -29,6 +29,13 @@ func fill(t *testing.T, v reflect.Value, seed *int) {
 				f.Set(reflect.ValueOf([]int{0, -*seed, 65535}))
 				break
 			}
+			if f.Type().Elem().Kind() == reflect.Struct {
+				f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+				for j := 0; j < 2; j++ {
+					fill(t, f.Index(j), seed)
+				}
+				break
+			}
 			f.Set(reflect.ValueOf([]string{"", "a b", strings.Repeat("x", 300)}))
 		case reflect.Struct:
 			fill(t, f, seed)

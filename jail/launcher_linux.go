@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/policy"
+
 	"github.com/autobox-dev/autobox/jail/seccomp"
 )
 
@@ -281,6 +283,11 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 		if privateRoot, placed, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
 			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
+	}
+	if !privateRoot {
+		// The mounts are at their host paths: the caller's paths are rewritten
+		// to them (policy.Place).
+		policy.RewriteCommand(spec)
 	}
 	if err := listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)

@@ -149,11 +149,14 @@ func RootEnv(env []string, tmp string) []string {
 // files placed for the call (placed: its name service), /tmp (a bind of the
 // scratch dir's TmpDirName: a mount's root, below which Landlock sees no rule
 // of the scratch dir's), /dev/shm and /dev/pts, and a session's terminal at
-// terminalPath rather than its host path.
+// terminalPath rather than its host path; a mount bound at its place
+// (policy.Place) has its rule there.
 func privateRootRules(sb *policy.Sandbox, placed []string) *policy.Sandbox {
 	own := *sb
-	own.ReadOnly = append(append(append([]string(nil), sb.ReadOnly...), placed...), devRules.readOnly...)
-	own.ReadWrite = append(append([]string(nil), sb.ReadWrite...), devRules.readWrite...)
+	ro, rw, hidden := placeRules(sb) // places_linux.go
+	own.ReadOnly = append(append(append([]string(nil), ro...), placed...), devRules.readOnly...)
+	own.ReadWrite = append(append([]string(nil), rw...), devRules.readWrite...)
+	own.Hidden = hidden
 	if sb.Tmp != "" {
 		own.ReadWrite = append(own.ReadWrite, path.Join(sb.Tmp, TmpDirName))
 	}

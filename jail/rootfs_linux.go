@@ -190,11 +190,15 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 		path string
 		kind bindKind
 	}
+	ro, rw, places, err := splitPlaces(p) // places_linux.go
+	if err != nil {
+		return err
+	}
 	var all []entry
 	for _, l := range []struct {
 		paths []string
 		kind  bindKind
-	}{{p.ReadOnly, bindRO}, {p.ReadWrite, bindRW}, {p.Devices, bindDevice}, {p.Links, linkOnly}} {
+	}{{ro, bindRO}, {rw, bindRW}, {p.Devices, bindDevice}, {p.Links, linkOnly}} {
 		for _, path := range l.paths {
 			all = append(all, entry{path, l.kind})
 		}
@@ -220,6 +224,11 @@ func (r *privateRoot) addPolicy(p *policy.Sandbox) error {
 	}
 	if !tmpDone {
 		if err := r.bindTmp(p); err != nil {
+			return err
+		}
+	}
+	for _, pl := range places {
+		if err := r.bindPlace(pl); err != nil {
 			return err
 		}
 	}

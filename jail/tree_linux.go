@@ -530,6 +530,11 @@ func (t *Tree) Isolation() string {
 	return m
 }
 
+// PrivateRoot reports whether the command got a private root, and so ran
+// with its mounts at their places (policy.Place) rather than rewritten to
+// their host paths.
+func (t *Tree) PrivateRoot() bool { return t.root }
+
 // Wait blocks until the command and everything it spawned are gone, and
 // returns how the command ended. The error is non-nil (wrapping ErrLauncher)
 // when the launcher failed or died without reporting; Result then holds what

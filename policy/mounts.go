@@ -168,6 +168,14 @@ func CleanSandboxPath(p string) (string, error) {
 	if c == "/" {
 		return "", invalid("sandboxPath cannot be /")
 	}
+	if len(c) > MaxSandboxPath {
+		return "", invalid("sandboxPath is %d bytes, at most %d", len(c), MaxSandboxPath)
+	}
+	for _, part := range strings.Split(c[1:], "/") {
+		if len(part) > 255 {
+			return "", invalid("sandboxPath has a component of %d bytes, at most 255", len(part))
+		}
+	}
 	return c, nil
 }
 

@@ -63,4 +63,8 @@ type Sandbox struct {
 	// policies set it; a task harness's, whose system paths are the host's
 	// names (/bin, /lib), does not.
 	NoFollow bool
+	// Places are mounts bound at the path the caller named (see Place) where
+	// the enforcer builds the command's filesystem; an enforcer that does not
+	// runs the command through RewriteCommand instead.
+	Places []Place
 }

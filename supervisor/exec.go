@@ -25,7 +25,7 @@ const (
 // ExecInput is the exec_command argument object. The tags are the descriptions in
 // the tool's input schema, which toolSchemas completes with defaults and bounds.
 type ExecInput struct {
-	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; sandbox paths (/mnt/...) in arguments, --flag= values and bash -c text are rewritten to host paths"`
+	Command      []string           `json:"command" jsonschema:"argument vector, e.g. [\"ls\", \"-la\", \"/mnt/data\"]; mounts are seen at their sandboxPath (/mnt/...); where the command has no root of its own (see mountPaths) sandbox paths in arguments, --flag= values and bash -c text are rewritten to host paths"`
 	TimeoutMs    *int               `json:"timeoutMs,omitempty" jsonschema:"wall-clock limit in ms; the whole process tree is killed"`
 	MemoryMb     *int               `json:"memoryMb,omitempty" jsonschema:"RSS cap of the whole process tree in MB"`
 	AllowNetwork bool               `json:"allowNetwork,omitempty" jsonschema:"allow the whole network; without it (and without allowHosts) no socket can be created"`
@@ -61,6 +61,7 @@ type ExecOutput struct {
 	StdoutEncoding  string        `json:"stdoutEncoding,omitempty" jsonschema:"utf-8-lossy when stdout was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	StderrEncoding  string        `json:"stderrEncoding,omitempty" jsonschema:"utf-8-lossy when stderr was not valid UTF-8: each invalid byte is shown as U+FFFD"`
 	Error           string        `json:"error,omitempty" jsonschema:"why the command did not run: the call was refused (invalid arguments, no sandbox, unknown workspace) or the program could not be started; exitCode is null"`
+	MountPaths      string        `json:"mountPaths,omitempty" jsonschema:"with mounts: 'bound at sandboxPath' (the command had a root of its own, each mount at its sandboxPath: pwd, tracebacks and files name it so) or 'rewritten to hostPath' (landlock-only, macOS: sandbox paths in command, cwd and env were replaced by host paths, which the command sees)"`
 	Network         *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts reached and the connections refused, with why"`
 	Usage           Usage         `json:"usage" jsonschema:"what the whole process tree used (zero when the command did not run)"`
 	Running         bool          `json:"running,omitempty" jsonschema:"a session's command is still running (exitCode is null): drive it with exec_session and sessionId"`
@@ -79,7 +80,8 @@ type execCall struct {
 	memoryMb  int
 	net       netChoice
 	mounts    []policy.Mount
-	cwd       string // host path, "" = scratch
+	cwd       string // host path (the sandbox path where placing), "" = scratch
+	placing   bool   // the mounts are bound at their sandboxPath (places.go)
 	timeoutMs int
 	limits    treeLimits
 	// A session (see session.go): yieldMs, and a terminal if tty.
@@ -154,7 +156,12 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 	if err = checkCommandAccess(c.mounts); err != nil {
 		return nil, err
 	}
-	if c.env, err = validateEnv(in.Env, c.mounts); err != nil {
+	c.placing = s.placesMounts(c.mounts) // places.go
+	rewrite := c.mounts
+	if c.placing {
+		rewrite = nil // the command sees the mounts at their sandboxPath
+	}
+	if c.env, err = validateEnv(in.Env, rewrite); err != nil {
 		return nil, err
 	}
 	if c.caches, err = resolveCaches(in.Caches, c.mounts); err != nil {
@@ -162,11 +169,14 @@ func (s *Server) validateExec(in *ExecInput) (*execCall, error) {
 	}
 	c.argv = make([]string, len(in.Command))
 	for i, a := range in.Command {
-		c.argv[i] = policy.RewriteArg(c.mounts, a)
+		c.argv[i] = policy.RewriteArg(rewrite, a)
 	}
 	if in.Cwd != "" {
 		if c.cwd, err = resolveCwd(c.mounts, in.Cwd); err != nil {
 			return nil, err
+		}
+		if c.placing {
+			c.cwd = sandboxCwd(c.mounts, c.cwd)
 		}
 	}
 	return c, nil
@@ -228,6 +238,9 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	sb := commandPolicy(c.mounts, scratch, c.net)
 	sb.ReadWrite = append(sb.ReadWrite, c.caches.dirs...)
+	if err := placeMounts(&sb, c.mounts, c.placing); err != nil { // places.go
+		return nil, err
+	}
 	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(overlayEnv(commandEnv(scratch), c.caches.env), c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	pc, err := s.proxyCall(ctx, c, cmd)
 	if err != nil {
@@ -286,6 +299,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	killedBy := k.settle()
 	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
 	out.Isolation = isolationOf(tree)
+	out.MountPaths = mountPaths(c, tree)
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)

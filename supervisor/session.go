@@ -281,6 +281,11 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		// ttyname) and may open it again; nothing else of /dev/pts.
 		sb.Devices = append(append([]string(nil), sb.Devices...), io.slavePath)
 	}
+	if err := placeMounts(&sb, c.mounts, c.placing); err != nil { // places.go
+		io.closeAll()
+		cleanup()
+		return nil, err
+	}
 	cmd := &policy.Command{Argv: c.argv, Dir: cwd, Env: overlayEnv(env, c.env), Sandbox: sb, Unsafe: s.opts.Unsafe, Limits: c.limits.command()}
 	// The proxy's part of a call with allowHosts lives as long as the session,
 	// not as the call that started it.

@@ -11,8 +11,8 @@ import (
 )
 
 // TestExecEnv: a call's env reaches the command (one-shot, session, tty),
-// replaces a default, extends PATH through $PATH and has its sandbox paths
-// rewritten; the variables the sandbox works through cannot be set, and a
+// replaces a default, extends PATH through $PATH and names its mount as given
+// (rewritten to the host path where there is no private root); the variables the sandbox works through cannot be set, and a
 // refusal names the variable.
 func TestExecEnv(t *testing.T) {
 	requireSandbox(t)
@@ -22,7 +22,13 @@ func TestExecEnv(t *testing.T) {
 	chmodX(t, dir+"/bin/hello-tool")
 	mounts := []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/tc", "mode": "ro"}}
 	env := []string{"CI=0", "CI=1", "NODE_ENV=test", "NO_COLOR=", "PATH=/mnt/tc/bin:$PATH", "TOOL_DIR=/mnt/tc/bin"}
-	script := `echo "CI=$CI NODE_ENV=$NODE_ENV NO_COLOR=[$NO_COLOR] HOME_SET=${HOME:+yes}"; hello-tool; test "$TOOL_DIR" = "` + dir + `/bin" && echo rewritten; env | grep -c '^NO_COLOR='`
+	// With a private root the mount is at its sandboxPath and the value stays
+	// as given; without one it is rewritten to the host path.
+	toolDir := "/mnt/tc/bin"
+	if !namespaced() {
+		toolDir = dir + "/bin"
+	}
+	script := `echo "CI=$CI NODE_ENV=$NODE_ENV NO_COLOR=[$NO_COLOR] HOME_SET=${HOME:+yes}"; hello-tool; test "$TOOL_DIR" = "` + toolDir + `" && echo rewritten; env | grep -c '^NO_COLOR='`
 	want := "CI=1 NODE_ENV=test NO_COLOR=[] HOME_SET=yes\nhello from the toolchain\nrewritten\n1\n"
 	o, isErr := s.exec(map[string]any{"command": bash(script), "env": env, "mounts": mounts})
 	if isErr || o.code() != 0 || o.Stdout != want {

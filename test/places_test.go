@@ -1,0 +1,177 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// placesOut is what these tests read of an exec_command result.
+type placesOut struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   *int   `json:"exitCode"`
+	MountPaths string `json:"mountPaths"`
+	Error      string `json:"error"`
+}
+
+func (s *session) execPlaces(args map[string]any) (placesOut, bool) {
+	s.t.Helper()
+	var o placesOut
+	isErr := s.call("exec_command", args, &o)
+	return o, isErr
+}
+
+// TestMountsAtSandboxPath: where the command has a root of its own, each mount
+// is bound at its sandboxPath and the command runs with the paths as given: pwd,
+// ls of the parent, a traceback and a file the command writes name the
+// sandboxPath, never the host path; a workspace likewise. Without namespaces
+// the paths are rewritten to host paths, and the result says which.
+func TestMountsAtSandboxPath(t *testing.T) {
+	python, _ := exec.LookPath("python3")
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		host := compatDir(t) // a root server without namespaces runs commands as nobody
+		writeFile(t, filepath.Join(host, "sub", "boom.py"), "def f():\n    raise ValueError('boom')\nf()\n")
+		os.Chmod(filepath.Join(host, "sub"), 0o777)
+		mounts := []map[string]any{{"hostPath": host, "sandboxPath": "/mnt/p", "mode": "rw"}}
+		want, other := "bound at sandboxPath", "rewritten to hostPath"
+		if !m.ns {
+			want, other = other, want
+		}
+		run := func(cwd string, argv ...string) placesOut {
+			t.Helper()
+			args := map[string]any{"command": argv, "mounts": mounts}
+			if cwd != "" {
+				args["cwd"] = cwd
+			}
+			o, isErr := s.execPlaces(args)
+			if isErr || o.ExitCode == nil || *o.ExitCode != 0 {
+				t.Fatalf("%v: isError %v, %+v", argv, isErr, o)
+			}
+			if o.MountPaths != want {
+				t.Errorf("%v: mountPaths %q, want %q (not %q)", argv, o.MountPaths, want, other)
+			}
+			return o
+		}
+		// Relative and absolute paths, from a cwd in the mount.
+		o := run("/mnt/p/sub", "sh", "-c", "pwd; cat ./boom.py /mnt/p/sub/boom.py | wc -l; echo \"$PWD\" > where.txt")
+		wantPwd := "/mnt/p/sub"
+		if !m.ns {
+			wantPwd = filepath.Join(host, "sub")
+		}
+		if lines := strings.Fields(o.Stdout); len(lines) != 2 || lines[0] != wantPwd || lines[1] != "6" {
+			t.Errorf("pwd and line count: %q, want %s and 6", o.Stdout, wantPwd)
+		}
+		if got, _ := os.ReadFile(filepath.Join(host, "sub", "where.txt")); strings.TrimSpace(string(got)) != wantPwd {
+			t.Errorf("the file the command wrote says %q, want %s", got, wantPwd)
+		}
+		if m.ns {
+			// The parent is a directory of the root's own, listing the mount.
+			if o := run("", "ls", "/mnt"); strings.TrimSpace(o.Stdout) != "p" {
+				t.Errorf("ls /mnt: %q, want p", o.Stdout)
+			}
+			// The host path is not there at all: one name per file.
+			if o, _ := s.execPlaces(map[string]any{"command": []string{"ls", host}, "mounts": mounts}); o.ExitCode == nil || *o.ExitCode == 0 {
+				t.Errorf("ls of the host path %s worked: %+v", host, o)
+			}
+			// Positive control of that: the same ls of the sandboxPath works.
+			run("", "ls", "/mnt/p")
+		}
+		if python != "" {
+			args := map[string]any{"command": []string{"python3", "/mnt/p/sub/boom.py"}, "mounts": mounts}
+			o, _ := s.execPlaces(args)
+			wantFile := "/mnt/p/sub/boom.py"
+			if !m.ns {
+				wantFile = filepath.Join(host, "sub", "boom.py")
+			}
+			if !strings.Contains(o.Stderr, `File "`+wantFile+`"`) || !strings.Contains(o.Stderr, "ValueError: boom") {
+				t.Errorf("traceback does not name %s: %q", wantFile, o.Stderr)
+			}
+		}
+
+		// A workspace, mounted by id at its sandboxPath.
+		src := t.TempDir()
+		writeFile(t, filepath.Join(src, "a.txt"), "hello\n")
+		c, isErr := s.ws(map[string]any{"action": "create", "hostPath": src, "sandboxPath": "/mnt/ws", "copyMode": "auto"})
+		if isErr {
+			t.Fatalf("create: %+v", c)
+		}
+		wsMounts := []map[string]any{{"workspaceId": c.WorkspaceID}}
+		var wo placesOut
+		if s.call("exec_command", map[string]any{"command": []string{"sh", "-c", "pwd; cat a.txt; pwd > b.txt"}, "cwd": "/mnt/ws", "mounts": wsMounts}, &wo) || wo.ExitCode == nil || *wo.ExitCode != 0 {
+			t.Fatalf("exec in the workspace: %+v", wo)
+		}
+		if m.ns && wo.Stdout != "/mnt/ws\nhello\n" {
+			t.Errorf("workspace: %q, want /mnt/ws and hello", wo.Stdout)
+		}
+		if !m.ns && (!strings.HasSuffix(wo.Stdout, "\nhello\n") || strings.HasPrefix(wo.Stdout, "/mnt/ws")) {
+			t.Errorf("workspace without namespaces: %q, want its host path and hello", wo.Stdout)
+		}
+		if wo.MountPaths != want {
+			t.Errorf("workspace: mountPaths %q, want %q", wo.MountPaths, want)
+		}
+	})
+}
+
+// TestMountPlacesRefused: a sandboxPath that would hide, or be hidden by, a
+// path every command has is refused in every mode, naming sandboxPath; one of
+// its own beside them works.
+func TestMountPlacesRefused(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		host := t.TempDir()
+		for _, at := range []string{"/etc", "/usr/local/x", "/tmp/x", "/proc/x", "/dev/x", "/lib64/x", "/bin", "/.autobox-host", "/run/x"} {
+			res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": host, "sandboxPath": at}}})
+			if txt := textOf(res); !res.IsError || !strings.Contains(txt, "sandboxPath "+at+" overlaps") {
+				t.Errorf("sandboxPath %s: isError %v, %s", at, res.IsError, txt)
+			}
+		}
+		// Nested sandbox paths, "..", and a path too long.
+		for at, why := range map[string]string{"/mnt/a/b": "nested", "/mnt/../etc": `contains`, "/mnt/" + strings.Repeat("x", 300): "at most 255"} {
+			res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/mnt/a"}, {"hostPath": t.TempDir(), "sandboxPath": at}}})
+			if txt := textOf(res); !res.IsError || !strings.Contains(txt, why) {
+				t.Errorf("sandboxPath %.40s: isError %v, %s", at, res.IsError, txt)
+			}
+		}
+		// Positive control: places of their own, at depth, side by side.
+		o, isErr := s.execPlaces(map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/srv/deep/a"}, {"hostPath": t.TempDir(), "sandboxPath": "/srv/deep/b"}}})
+		if isErr || o.ExitCode == nil || *o.ExitCode != 0 {
+			t.Errorf("places of their own: %+v", o)
+		}
+	})
+}
+
+// TestMountPlacesHostile: a command cannot unmount, cover or write through
+// its read-only mount at its place, nor write the root's own directories
+// around it; the read-write mount beside it is writable (positive control).
+func TestMountPlacesHostile(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		if !m.ns {
+			t.Skip("places exist only with a private root")
+		}
+		ro, rw := compatDir(t), compatDir(t)
+		writeFile(t, filepath.Join(ro, "keep.txt"), "kept\n")
+		mounts := []map[string]any{{"hostPath": ro, "sandboxPath": "/mnt/r", "mode": "ro"}, {"hostPath": rw, "sandboxPath": "/mnt/w", "mode": "rw"}}
+		script := `umount /mnt/r 2>/dev/null && echo UNMOUNTED; umount -l /mnt/r 2>/dev/null && echo UNMOUNTED-LAZY
+mount --bind /mnt/w /mnt/r 2>/dev/null && echo COVERED
+mount -o remount,rw /mnt/r 2>/dev/null && echo REMOUNTED
+echo x > /mnt/r/keep.txt 2>/dev/null && echo WROTE-RO; touch /mnt/r/new 2>/dev/null && echo MADE-RO
+mkdir /mnt/other 2>/dev/null && echo MKDIR-PARENT; rmdir /mnt/w 2>/dev/null && echo RMDIR-PLACE; mv /mnt/r /mnt/q 2>/dev/null && echo MOVED
+chmod 777 /mnt 2>/dev/null && echo CHMOD-PARENT
+cat /mnt/r/keep.txt; echo ok > /mnt/w/made.txt && echo rw-ok`
+		o, isErr := s.execPlaces(map[string]any{"command": []string{"sh", "-c", script}, "mounts": mounts})
+		if isErr || o.Stdout != "kept\nrw-ok\n" {
+			t.Errorf("hostile: isError %v, stdout %q, stderr %q", isErr, o.Stdout, o.Stderr)
+		}
+		if got, _ := os.ReadFile(filepath.Join(rw, "made.txt")); string(got) != "ok\n" {
+			t.Errorf("rw mount: made.txt is %q", got)
+		}
+		if got, _ := os.ReadFile(filepath.Join(ro, "keep.txt")); string(got) != "kept\n" {
+			t.Errorf("ro mount changed: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+			t.Errorf("a file was made in the ro mount")
+		}
+	})
+}
