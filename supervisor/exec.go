@@ -299,7 +299,6 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	killedBy := k.settle()
 	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
 	out.Isolation = isolationOf(tree)
-	out.MountPaths = mountPaths(c, tree)
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
@@ -383,6 +382,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 	if werr != nil && killedBy.kind == "" {
 		return nil, werr
 	}
+	out.MountPaths = mountPaths(c, tree)
 	// With werr set here the tree was killed for a reason of ours and the
 	// supervisor had to finish the job (jail.Tree.Kill): the reason is the answer.
 	out.Signal = res.Signal

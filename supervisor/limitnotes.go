@@ -61,7 +61,7 @@ func (c *execCall) noteLimits(out *ExecOutput, scratch string, killedBy killReas
 		}
 		out.Stderr += fmt.Sprintf("[autobox: \"Too many open files\" is maxOpenFiles, %d here: no process of the command may have more open at once (RLIMIT_NOFILE); %s]\n", c.limits.OpenFiles, raise)
 	}
-	out.Stderr += c.pathNotes(out.Stderr, scratch)
+	out.Stderr += c.pathNotes(out.Stderr, scratch, out.MountPaths == mountsBound)
 }
 
 // pathFailure finds, on one line of stderr, a path and an error of the system
@@ -84,9 +84,11 @@ const maxPathNotes = 3
 
 // pathNotes is the note for the paths stderr shows failing that are outside
 // every mount of the call, in a directory a command sees only through mounts;
-// and for writes refused in a read-only mount.
-func (c *execCall) pathNotes(stderr, scratch string) string {
-	var outside, readOnly []string
+// for writes refused in a read-only mount; and, where mounts were bound at
+// their sandboxPath (placed), for a mount's host path, which the command does
+// not see.
+func (c *execCall) pathNotes(stderr, scratch string, placed bool) string {
+	var outside, readOnly, hostPaths []string
 	seen := map[string]bool{}
 	for _, line := range strings.Split(stderr, "\n") {
 		if strings.HasPrefix(line, "[autobox:") || !pathFailure.MatchString(line) {
@@ -95,12 +97,14 @@ func (c *execCall) pathNotes(stderr, scratch string) string {
 		roLine := strings.Contains(strings.ToLower(line), "read-only file system") || strings.Contains(line, "EROFS")
 		for _, p := range pathToken.FindAllString(line, -1) {
 			p = filepath.Clean(p)
-			if seen[p] || len(outside)+len(readOnly) >= maxPathNotes {
+			if seen[p] || len(outside)+len(readOnly)+len(hostPaths) >= maxPathNotes {
 				continue
 			}
 			seen[p] = true
 			m := c.mountOf(p)
 			switch {
+			case m != nil && placed && !under(p, m.Sandbox) && under(p, m.Host):
+				hostPaths = append(hostPaths, fmt.Sprintf("%s is at %s", p, filepath.Join(m.Sandbox, strings.TrimPrefix(p, m.Host))))
 			case m != nil && !m.Writable && roLine:
 				readOnly = append(readOnly, fmt.Sprintf("%s (mount %s)", p, m.Sandbox))
 			case m == nil && underAny(p, hiddenRoots) && (scratch == "" || !under(p, scratch)):
@@ -112,6 +116,9 @@ func (c *execCall) pathNotes(stderr, scratch string) string {
 	if len(outside) > 0 {
 		fmt.Fprintf(&b, "[autobox: %s %s not in this call's mounts, and a command sees %s only where a mount puts them (%s): mount the directory it needs, e.g. mounts: [{\"hostPath\": %q, \"sandboxPath\": \"/mnt/data\", \"mode\": \"rw\"}]; its /tmp is a scratch dir of its own]\n",
 			strings.Join(outside, ", "), isAre(len(outside)), strings.Join(hiddenRoots[:len(hiddenRoots)-1], ", ")+" and "+hiddenRoots[len(hiddenRoots)-1], c.mountsSaid(), mountSuggestion(outside[0]))
+	}
+	if len(hostPaths) > 0 {
+		fmt.Fprintf(&b, "[autobox: the command sees each mount at its sandboxPath only, not at its hostPath: %s; use those paths]\n", strings.Join(hostPaths, ", "))
 	}
 	if len(readOnly) > 0 {
 		fmt.Fprintf(&b, "[autobox: %s %s in a read-only mount (mode \"ro\"): mount it with mode \"rw\" to write there]\n", strings.Join(readOnly, ", "), isAre(len(readOnly)))

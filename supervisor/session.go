@@ -424,7 +424,7 @@ func sessionOutput(a *session.Answer[sessionEnd], unsafe bool) (*ExecOutput, boo
 	} else {
 		end := a.End.out
 		out.ExitCode, out.Killed, out.KilledBy, out.Signal, out.Error = end.ExitCode, end.Killed, end.KilledBy, end.Signal, end.Error
-		out.Usage, out.Network = end.Usage, end.Network
+		out.Usage, out.Network, out.MountPaths = end.Usage, end.Network, end.MountPaths
 		out.Stderr = end.Stderr + out.Stderr
 		out.SessionID = a.ID
 		isErr = a.End.isErr

@@ -55,6 +55,11 @@ func TestMountsAtSandboxPath(t *testing.T) {
 			}
 			return o
 		}
+		// A session's answer says it too.
+		// (no output: the first answer waits for the end)
+		if o, _ := s.execPlaces(map[string]any{"command": []string{"true"}, "mounts": mounts, "yieldMs": 30000}); o.MountPaths != want {
+			t.Errorf("a session's answer: mountPaths %q, want %q: %+v", o.MountPaths, want, o)
+		}
 		// Relative and absolute paths, from a cwd in the mount.
 		o := run("/mnt/p/sub", "sh", "-c", "pwd; cat ./boom.py /mnt/p/sub/boom.py | wc -l; echo \"$PWD\" > where.txt")
 		wantPwd := "/mnt/p/sub"
@@ -75,6 +80,11 @@ func TestMountsAtSandboxPath(t *testing.T) {
 			// The host path is not there at all: one name per file.
 			if o, _ := s.execPlaces(map[string]any{"command": []string{"ls", host}, "mounts": mounts}); o.ExitCode == nil || *o.ExitCode == 0 {
 				t.Errorf("ls of the host path %s worked: %+v", host, o)
+			}
+			// A model that names the host path is told where the command sees it.
+			o, _ := s.execPlaces(map[string]any{"command": []string{"cat", filepath.Join(host, "sub", "boom.py")}, "mounts": mounts})
+			if wantNote := filepath.Join(host, "sub", "boom.py") + " is at /mnt/p/sub/boom.py"; !strings.Contains(o.Stderr, wantNote) || !strings.Contains(o.Stderr, "not at its hostPath") {
+				t.Errorf("cat of the host path: no note saying %q:\n%s", wantNote, o.Stderr)
 			}
 			// Positive control of that: the same ls of the sandboxPath works.
 			run("", "ls", "/mnt/p")
