@@ -57,9 +57,19 @@ func TestAgentDay(t *testing.T) {
 	mount := []map[string]any{{"hostPath": project, "sandboxPath": "/mnt/project", "mode": "ro"}}
 	// A test run slower than the seed's 1.5 s limit (a real suite's start-up
 	// under load) runs to its end with the default timeoutMs.
-	o := exec1(map[string]any{"command": []string{"sh", "-c", "sleep 2; sh test.sh"}, "cwd": "/mnt/project", "mounts": mount})
+	// The command is where the model put it: pwd names the sandboxPath
+	// (where it has a root of its own; else the host path, and mountPaths
+	// says so).
+	o := exec1(map[string]any{"command": []string{"sh", "-c", "sleep 2; pwd; sh test.sh"}, "cwd": "/mnt/project", "mounts": mount})
 	if o.code() != 1 || !strings.Contains(o.Stdout, "FAIL: add 2 3 = -1") {
 		t.Fatalf("step 1, the failing test: %+v", o)
+	}
+	wantPwd := "/mnt/project\n"
+	if o.MountPaths != "bound at sandboxPath" {
+		wantPwd = project + "\n"
+	}
+	if !strings.HasPrefix(o.Stdout, wantPwd) || o.MountPaths == "" {
+		t.Errorf("step 1: pwd %q, want %q (mountPaths %q)", o.Stdout, wantPwd, o.MountPaths)
 	}
 
 	// 2. The fix, through a workspace; meanwhile the host edits another line
@@ -72,7 +82,9 @@ func TestAgentDay(t *testing.T) {
 		t.Fatalf("step 2, create: %+v", created)
 	}
 	ws := []map[string]any{{"workspaceId": created.WorkspaceID}}
-	o = exec1(map[string]any{"command": bash(`sed -i 's/\$1 - \$2/$1 + $2/' calc.sh && sh test.sh`), "cwd": "/mnt/project", "mounts": ws})
+	// The fix leaves what tools leave (a package tree, bytecode): the
+	// review and the sync leave it out.
+	o = exec1(map[string]any{"command": bash(`sed -i 's/\$1 - \$2/$1 + $2/' calc.sh && sh test.sh && mkdir -p node_modules/left-pad __pycache__ && for i in $(seq 300); do echo x > node_modules/left-pad/f$i.js; done && echo x > __pycache__/calc.pyc`), "cwd": "/mnt/project", "mounts": ws})
 	if o.code() != 0 || o.Stdout != "PASS\n" {
 		t.Fatalf("step 2, the fix in the workspace: %+v", o)
 	}
@@ -83,11 +95,21 @@ func TestAgentDay(t *testing.T) {
 			Path   string `json:"path"`
 			Reason string `json:"reason"`
 		} `json:"conflicts"`
-		Diff string `json:"diff"`
+		Diff    string `json:"diff"`
+		Ignored struct {
+			Count int `json:"count"`
+		} `json:"ignored"`
 	}
-	call("copy_then_sync", map[string]any{"action": "status", "workspaceId": created.WorkspaceID, "diff": true}, &st)
+	raw := s.callRaw("copy_then_sync", map[string]any{"action": "status", "workspaceId": created.WorkspaceID, "diff": true})
+	calls++
+	if err := json.Unmarshal([]byte(textOf(raw)), &st); err != nil {
+		t.Fatal(err)
+	}
 	if len(st.Conflicts) != 1 || st.Conflicts[0].Path != "calc.sh" || !strings.Contains(st.Conflicts[0].Reason, `"merge"`) || !strings.Contains(st.Diff, "+add() { echo $(($1 + $2)); }") {
 		t.Fatalf("step 2, status with the host's edit: %+v", st)
+	}
+	if text := textOf(raw); st.Ignored.Count == 0 || strings.Contains(text, "left-pad/f1.js") || len(text) > 8<<10 {
+		t.Errorf("step 2: the review lists the generated files (%d bytes, ignored %d)", len(text), st.Ignored.Count)
 	}
 	var merged struct {
 		OK     bool     `json:"ok"`
@@ -105,6 +127,11 @@ func TestAgentDay(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(project, "calc.sh")); !strings.Contains(string(b), "$1 + $2") || !strings.Contains(string(b), "edited on the host") {
 		t.Fatalf("step 2, the host's file after sync has both edits? %q", b)
+	}
+	for _, gen := range []string{"node_modules", "__pycache__"} {
+		if _, err := os.Stat(filepath.Join(project, gen)); err == nil {
+			t.Errorf("step 2: the sync copied the generated %s to the host", gen)
+		}
 	}
 
 	// 3. Installs from one allowed loopback host: pip, npm, git.

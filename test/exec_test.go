@@ -20,8 +20,9 @@ type execOut struct {
 	ExitCode        *int   `json:"exitCode"`
 	Killed          bool   `json:"killed"`
 	DurationMs      float64
-	StdoutTruncated bool `json:"stdoutTruncated"`
-	StderrTruncated bool `json:"stderrTruncated"`
+	StdoutTruncated bool   `json:"stdoutTruncated"`
+	StderrTruncated bool   `json:"stderrTruncated"`
+	MountPaths      string `json:"mountPaths"`
 }
 
 func (o execOut) code() int {
