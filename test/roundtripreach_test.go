@@ -78,15 +78,16 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	}
 
 	// The retry cancelled: the command it waits for is ended.
-	cancelled := call(`curl -sS "$OTHER"; sleep 28.913`)
+	secs := uniqueSeconds(28)
+	cancelled := call(`curl -sS "$OTHER" && sleep ` + secs)
 	_, state = inputRequired(t, "to cancel", r.rawCall(3, "exec_command", cancelled, true, ""))
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"exec_command","arguments":%s,%s,%s}}`, cancelled, roundTripMeta(true), answerOf(state, "accept", "once")))
-	waitProcs(t, "sleep 28.913", true)
+	waitProcs(t, "sleep "+secs, true)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"test"}}`)
 	if m := r.reply(4); !strings.Contains(toJSON(m), "killed: call cancelled") {
 		t.Errorf("the retry cancelled: %v", m)
 	}
-	if pids := findProcs("sleep 28.913"); len(pids) > 0 {
+	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("the command of a cancelled retry runs on: %v", pids)
 	}
 
@@ -95,7 +96,7 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	// lapses; a retry that comes later gets its result. (Were the command not
 	// ended, curl would be denied and the sleep would run on.)
 	r, _ = startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "2s")
-	secs := uniqueSeconds(29)
+	secs = uniqueSeconds(29)
 	abandoned := call(`curl -sS "$OTHER/abandoned"; sleep ` + secs)
 	_, state = inputRequired(t, "abandoned", r.rawCall(5, "exec_command", abandoned, true, ""))
 	waitProcs(t, "/abandoned", false)
