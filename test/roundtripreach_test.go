@@ -79,7 +79,9 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 
 	// The retry cancelled: the command it waits for is ended.
 	secs := uniqueSeconds(28)
-	cancelled := call(`curl -sS "$OTHER" && sleep ` + secs)
+	// (The shell's own command line must not name the sleep that shows the
+	// connection was allowed: the time is in a variable.)
+	cancelled := call(`s=` + secs + `; curl -sS "$OTHER" && sleep $s`)
 	_, state = inputRequired(t, "to cancel", r.rawCall(3, "exec_command", cancelled, true, ""))
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"exec_command","arguments":%s,%s,%s}}`, cancelled, roundTripMeta(true), answerOf(state, "accept", "once")))
 	waitProcs(t, "sleep "+secs, true)
