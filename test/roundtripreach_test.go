@@ -122,10 +122,11 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 func TestRoundTripClientGone(t *testing.T) {
 	f := newReachFixture(t, `{}`)
 	r, _ := startRawNewEra(t, "--policy", f.policy)
-	args, _ := json.Marshal(map[string]any{"command": bash(`curl -sS "$OTHER/gone-27517"; sleep 27.517`), "allowHosts": []string{f.listed}, "timeoutMs": 30000,
+	secs := uniqueSeconds(27)
+	args, _ := json.Marshal(map[string]any{"command": bash(`curl -sS "$OTHER/gone-` + secs + `"; sleep ` + secs), "allowHosts": []string{f.listed}, "timeoutMs": 30000,
 		"env": []string{"OTHER=http://" + f.other + "/"}})
 	inputRequired(t, "mid-command", r.rawCall(1, "exec_command", string(args), true, ""))
-	waitProcs(t, "/gone-27517", true)
+	waitProcs(t, "/gone-"+secs, true)
 	r.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()
@@ -134,8 +135,8 @@ func TestRoundTripClientGone(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server did not exit within 30s of its client going away")
 	}
-	waitProcs(t, "/gone-27517", false)
-	if pids := findProcs("sleep 27.517"); len(pids) > 0 {
+	waitProcs(t, "/gone-"+secs, false)
+	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("the command runs on: %v", pids)
 	}
 }
