@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/autobox-dev/autobox/internal/etcsecrets"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/store"
@@ -432,8 +431,8 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 		sb.PrivateNetwork = true
 	}
 	if net.open {
-		sb.ReadOnly = append(sb.ReadOnly, systemPaths().network...)
-		sb.Links = append(append([]string(nil), sb.Links...), systemPaths().networkLinks...)
+		sb.ReadOnly = append(sb.ReadOnly, policy.SystemPaths().Network...)
+		sb.Links = append(append([]string(nil), sb.Links...), policy.SystemPaths().NetworkLinks...)
 	}
 	sb.ReadWrite = []string{scratch}
 	sb.Tmp = scratch
@@ -453,80 +452,10 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 // basePolicy is the part of every command's policy that is the same in every call:
 // system directories and devices, no network. Idle launchers prepare for it.
 func basePolicy() *policy.Sandbox {
-	sys := systemPaths()
-	// Every path is canonical: system paths resolved here, mounts and workspaces
-	// checked by validation, scratch dirs resolved when made.
-	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.readOnly, Hidden: sys.hidden(), Devices: sys.devices, Links: sys.readOnlyLinks, NoFollow: true}
-}
-
-// What programs find on the user's machine: the system's directories, and
-// /etc as the host has it but for its secrets (sysPaths.hidden); a private
-// root adds a passwd and group of the call's own (jail).
-var systemReadOnly = []string{
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-	"/etc",
-	// The CPUs' topology and frequencies (Chromium, the JVM, OpenBLAS and
-	// numpy size their thread pools from it); nothing else of /sys.
-	"/sys/devices/system/cpu",
-	"/proc", // other processes' secrets stay out: Landlock denies ptrace-mode access outside the sandbox
-}
-
-// Extra reads that resolving names needs, only when the network is allowed.
-var networkReadOnly = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/services", "/etc/protocols"}
-
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
-
-// sysPaths are the system allowlists, resolved: the canonical paths, and the names
-// that lead to them through symlinks (policy.Sandbox.Links).
-type sysPaths struct {
-	readOnly, readOnlyLinks []string
-	network, networkLinks   []string
-	devices                 []string
-	etc                     *etcsecrets.Scanner // the secrets of /etc, as it is now
-}
-
-// hidden are the secrets of /etc now that a command could read but for its
-// sandbox (see etcsecrets: those the server's own user cannot read the kernel
-// keeps from its commands, which run as that user; a root server's are all).
-func (s sysPaths) hidden() []string {
-	if s.etc == nil {
-		return nil
-	}
-	return s.etc.Readable()
-}
-
-// systemPaths resolves the system allowlists once: they do not change while the
-// server runs, and resolving them costs a dozen syscalls per path.
-var systemPaths = sync.OnceValue(func() sysPaths {
-	var s sysPaths
-	s.readOnly, s.readOnlyLinks = existing(systemReadOnly)
-	s.network, s.networkLinks = existing(networkReadOnly)
-	s.devices, _ = existing(devices)
-	if etc, err := filepath.EvalSymlinks("/etc"); err == nil {
-		s.etc = etcsecrets.New(etc)
-	}
-	return s
-})
-
-// existing returns the canonical paths of those of paths that exist, once each,
-// and the paths that are not canonical (a symlink on the way) but lead to one.
-func existing(paths []string) (canonical, links []string) {
-	canonical = make([]string, 0, len(paths))
-	seen := map[string]bool{}
-	for _, p := range paths {
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			continue
-		}
-		if real != p {
-			links = append(links, p)
-		}
-		if !seen[real] {
-			seen[real] = true
-			canonical = append(canonical, real)
-		}
-	}
-	return canonical, links
+	sys := policy.SystemPaths()
+	// Every path is canonical: system paths resolved there, mounts and
+	// workspaces checked by validation, scratch dirs resolved when made.
+	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.ReadOnly, Hidden: sys.Hidden(), Devices: sys.Devices, Links: sys.ReadOnlyLinks, NoFollow: true}
 }
 
 // commandEnv is built from nothing: nothing of the server's environment leaks.

@@ -7,16 +7,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// systemReadOnly are host directories a harness needs to start programs (missing ones are
-// skipped by the enforcer). /proc is readable, but Landlock denies ptrace-class access
-// (/proc/<pid>/environ, mem) to processes outside the sandbox.
-var systemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc", "/opt", "/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup"}
+// systemReadOnly are host directories a harness needs to start programs: every command's
+// (policy.SystemReadOnly, by the host's names; missing ones are skipped by the enforcer)
+// and the cgroup tree. /proc is readable, but Landlock denies ptrace-class access
+// (/proc/<pid>/environ, mem) to processes outside the sandbox; /etc's secrets are hidden
+// as they are from every command (policy.System.Hidden).
+var systemReadOnly = append(slices.Clone(policy.SystemReadOnly), "/sys/fs/cgroup")
 
 var harnessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
@@ -115,7 +117,7 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 			deny = append(deny, d)
 		}
 	}
-	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices,
+	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices, Hidden: policy.SystemPaths().Hidden(),
 		AllowNetwork: !n.o.NoNetwork, PrivateNetwork: len(n.o.AllowHosts) > 0, AllowExec: true}, nil
 }
 

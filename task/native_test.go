@@ -371,3 +371,18 @@ func TestNativeAllowHosts(t *testing.T) {
 		t.Errorf("a bad entry: %v", err)
 	}
 }
+
+// TestNativeHidesEtcSecrets: a harness reads /etc as every command does, but
+// for its secrets: a root harness (whose user could read /etc/shadow) is kept
+// from it as exec_command is; the ordinary user's kernel keeps it anyway.
+func TestNativeHidesEtcSecrets(t *testing.T) {
+	if _, err := os.Stat("/etc/shadow"); err != nil {
+		t.Skip("no /etc/shadow on this host")
+	}
+	root, tasks := newRepo(t), tasksDir(t)
+	n := newNative(t, root, tasks, nil)
+	code, out := runScript(t, n, "etc", `head -c 4 /etc/shadow >/dev/null 2>&1 && echo read-shadow; head -c 4 /etc/passwd >/dev/null && echo read-passwd`)
+	if code != 0 || strings.Contains(out, "read-shadow") || !strings.Contains(out, "read-passwd") {
+		t.Errorf("the harness read /etc/shadow, or not /etc/passwd (the control): status %d\n%s", code, out)
+	}
+}
