@@ -1,6 +1,9 @@
+//go:build linux
+
 package test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,6 +185,48 @@ cat /mnt/r/keep.txt; echo ok > /mnt/w/made.txt && echo rw-ok`
 		}
 		if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
 			t.Errorf("a file was made in the ro mount")
+		}
+	})
+}
+
+// TestExecPathRewriting: where the command has no root of its own, sandbox
+// paths in arguments, bash -c text and cwd are rewritten to host paths, at
+// component boundaries only; with a private root they reach the command as
+// given, and name the mounts there.
+func TestExecPathRewriting(t *testing.T) {
+	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
+		data, other := compatDir(t), compatDir(t)
+		writeFile(t, filepath.Join(data, "f.txt"), "data")
+		writeFile(t, filepath.Join(data, "sub dir", "g.txt"), "spaced")
+		mounts := []map[string]any{toolsMount(), {"hostPath": data, "sandboxPath": "/mnt/ws", "mode": "ro"}, {"hostPath": other, "sandboxPath": "/mnt/ws2", "mode": "rw"}}
+		o, _ := s.exec(map[string]any{"command": []string{"/mnt/tools/probe", "args", "/mnt/ws/f.txt", "--in=/mnt/ws/f.txt", "/mnt/ws2/x", "/mnt/wsx/y", "x/mnt/ws/f", "/mnt/ws"}, "mounts": mounts})
+		ws, ws2 := data, other
+		if m.ns {
+			ws, ws2 = "/mnt/ws", "/mnt/ws2"
+		}
+		want := fmt.Sprintf("[%s/f.txt]\n[--in=%s/f.txt]\n[%s/x]\n[/mnt/wsx/y]\n[x/mnt/ws/f]\n[%s]\n", ws, ws, ws2, ws)
+		if o.Stdout != want {
+			t.Errorf("arguments:\n got %q\nwant %q", o.Stdout, want)
+		}
+		o, _ = s.exec(map[string]any{"command": bash("cat /mnt/ws/f.txt '/mnt/ws/sub dir/g.txt'"), "mounts": mounts})
+		if o.Stdout != "dataspaced" {
+			t.Errorf("bash -c text: %+v", o)
+		}
+		o, _ = s.exec(map[string]any{"command": bash("cat f.txt; pwd"), "mounts": mounts, "cwd": "/mnt/ws"})
+		if o.Stdout != "data"+ws+"\n" {
+			t.Errorf("cwd as sandbox path: %+v", o)
+		}
+		// A cwd given as the host path is the same directory, named as the
+		// command sees it.
+		o, _ = s.exec(map[string]any{"command": bash("cat g.txt; pwd"), "mounts": mounts, "cwd": filepath.Join(data, "sub dir")})
+		if o.Stdout != "spaced"+ws+"/sub dir\n" {
+			t.Errorf("cwd as host path: %+v", o)
+		}
+		for _, cwd := range []string{"/etc", "/mnt/nowhere", "relative", "/mnt/ws/missing"} {
+			res := s.callRaw("exec_command", map[string]any{"command": []string{"pwd"}, "mounts": mounts, "cwd": cwd})
+			if !res.IsError {
+				t.Errorf("cwd %q accepted", cwd)
+			}
 		}
 	})
 }
