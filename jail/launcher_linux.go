@@ -97,8 +97,8 @@ func launch() int {
 	go commandThread(status, startedCh)
 	st := <-startedCh
 	pid := st.pid
-	if pid <= 0 {
-		return -pid // the command thread reported why
+	if pid == 0 {
+		return st.exit // the command thread reported why
 	}
 	oomScore.settle()
 	var fwd *forwarder
@@ -152,9 +152,11 @@ func launch() int {
 
 // started is what the command thread tells the main thread.
 type started struct {
-	// pid is the command's, or, when there is none, minus the launcher's exit
-	// code (0 or less) once the reason was reported.
+	// pid is the command's; 0 when there is none, once the reason was
+	// reported (or there was none: a launcher released unused), and the
+	// launcher exits with exit.
 	pid   int
+	exit  int
 	net   *privateNet // the listeners of the command's private network, or nil
 	spec  *Spec
 	guard *unixGuard // the command's unix socket guard, or nil
@@ -174,7 +176,7 @@ func commandThread(status *os.File, done chan<- started) {
 func startFromSpec(status *os.File) started {
 	fail := func(kind string, err error) started {
 		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
-		return started{pid: -2}
+		return started{exit: 2}
 	}
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
