@@ -83,6 +83,43 @@
 //     socket pairs are stream or seqpacket only without network (a datagram
 //     socket could be addressed to any named socket on the host).
 //
+// # The launcher's setup, in order
+//
+// What `autobox worker exec` does between its start and the command's exec
+// (launcher_linux.go, each step in the function named), and why in that order:
+//
+//  1. launch, main thread (never restricted): descriptors 3 and up become
+//     close-on-exec; the OOM score and /proc/self/io are opened while the
+//     process is still dumpable; then PR_SET_DUMPABLE 0 and
+//     PR_SET_CHILD_SUBREAPER.
+//  2. commandThread, a thread of its own, locked for good: joins the command's
+//     cgroups (the launcher's other threads stay out).
+//  3. startFromSpec, while the spec has not come: Probe, the usual seccomp
+//     filter built; on a msgPrepare frame, prepare: the network namespace,
+//     the private root begun for the base policy, the base's Landlock ruleset,
+//     the capability bounding set dropped (prepare_linux.go).
+//  4. startCommand: the spec's network (isolateNet), then its filesystem
+//     (isolate: mount namespace, the private root's binds and places, pivot;
+//     without a root the paths are rewritten, policy.RewriteCommand); ports
+//     listened on in that network; the program looked up in the root it will
+//     run in; the OOM score raised (before /proc/self turns read-only).
+//  5. restrictThread: the Landlock ruleset (the prepared one extended, or
+//     built), the uid dropped, every capability dropped, no_new_privs,
+//     landlock_restrict_self, and last the seccomp filter (with the unix
+//     guard's listener where it is used): nothing after it needs a call the
+//     filter refuses.
+//  6. Resource limits (applyRlimits, applyNproc, applyHostNproc): last
+//     before the fork, because they bind the launcher's thread too.
+//  7. ForkExec of the command; the pids cgroup's limit lowered to the call's;
+//     msgStarted reported. The thread then exits, taking its Landlock domain:
+//     the main thread serves ports, the guard, the proxy forwarder and the
+//     control socket, and reaps.
+//
+// The red-team tests hold each step's promise from the command's side
+// (test/redteam_*_test.go, jail/*_linux_test.go); a step moved earlier or later
+// breaks one of them (a restriction before a bind: the bind fails; limits
+// before the thread's setup: the setup's own forks and files count).
+//
 // # Not enforced
 //
 //   - Metadata, without a private root: Landlock has no right for chmod,
