@@ -194,9 +194,16 @@ func TestExitStatuses(t *testing.T) {
 		{supervisor.ExecOutput{ExitCode: code(-1), Signal: "SIGSEGV"}, 139},
 		{supervisor.ExecOutput{ExitCode: code(-1), Signal: "SIGNOPE"}, ExitFailed},
 		{supervisor.ExecOutput{ExitCode: nil, Stderr: "exec: not found"}, ExitCannotStart},
-		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, Stderr: "killed: timeout after 5ms\n"}, ExitTimeout},
-		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, Stderr: "memory limit exceeded (70 MB RSS > memoryMb 64; RSS watchdog)\n"}, ExitMemory},
-		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, Stderr: "killed: call cancelled\n"}, ExitInterrupted},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledTimeout, Stderr: "killed: timeout after 5ms\n"}, ExitTimeout},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledMemory, Stderr: "memory limit exceeded (70 MB RSS > memoryMb 64; RSS watchdog)\n"}, ExitMemory},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledCancelled, Stderr: "killed: call cancelled\n"}, ExitInterrupted},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledDisk, Stderr: "disk limit exceeded (9.0 MB written > maxWriteMb 8; watchdog)\n"}, ExitDisk},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledProcesses}, ExitProcesses},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledCPU}, ExitCPU},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledSession, Stderr: "killed: session closed\n"}, ExitInterrupted},
+		// The status follows killedBy, not the text: a reworded reason keeps it.
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, KilledBy: supervisor.KilledTimeout, Stderr: "the time ran out\n"}, ExitTimeout},
+		{supervisor.ExecOutput{ExitCode: code(-1), Killed: true, Stderr: "memory limit exceeded (text alone)\n"}, ExitInterrupted},
 	} {
 		if got := e.execStatus(&c.out); got != c.want {
 			t.Errorf("execStatus(%+v) = %d, want %d", c.out, got, c.want)
