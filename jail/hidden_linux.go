@@ -98,6 +98,21 @@ func worldReadable(st *unix.Stat_t) bool {
 	return st.Mode&0o004 != 0
 }
 
+// rulesBut returns the rules that grant access beneath path but for the hidden
+// paths: one rule where none is at or below it, a split (hiddenRules) where some
+// are below it, and none where path is or lies in a hidden path.
+func rulesBut(path string, hidden []string, access uint64, noFollow bool) []pathRule {
+	for _, h := range hidden {
+		if policy.Within(path, h) {
+			return nil // all of it is hidden
+		}
+	}
+	if h := hiddenBelow(path, hidden); len(h) > 0 {
+		return hiddenRules(path, h, access, noFollow)
+	}
+	return []pathRule{{path, access, noFollow}}
+}
+
 // hasHiddenBelow reports whether a hidden path is strictly below p.
 func hasHiddenBelow(p string, hidden []string) bool {
 	for _, h := range hidden {

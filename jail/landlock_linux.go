@@ -3,7 +3,6 @@ package jail
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -88,15 +87,12 @@ func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.Landlock
 	}
 	all := handled &^ unix.LANDLOCK_ACCESS_FS_EXECUTE
 	for _, path := range p.ReadOnly {
-		switch h := hiddenBelow(path, p.Hidden); {
-		case len(h) == 0:
-			rules = append(rules, pathRule{path, readRights | exec, p.NoFollow})
-		case !slices.Contains(h, path): // else all of it is hidden: no rule
-			rules = append(rules, hiddenRules(path, h, readRights|exec, p.NoFollow)...)
-		}
+		rules = append(rules, rulesBut(path, p.Hidden, readRights|exec, p.NoFollow)...)
 	}
+	// A read-write path is split the same way: a mount of /etc/ssl must not
+	// show (nor let a root command rewrite) /etc/ssl/private.
 	for _, path := range p.ReadWrite {
-		rules = append(rules, pathRule{path, all | exec, p.NoFollow})
+		rules = append(rules, rulesBut(path, p.Hidden, all|exec, p.NoFollow)...)
 	}
 	for _, path := range p.Devices {
 		rules = append(rules, pathRule{path, deviceRights & handled, p.NoFollow})
