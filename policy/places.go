@@ -30,8 +30,11 @@ var rootNames = []string{"/proc", "/dev", "/tmp", "/run", "/etc", "/sys"}
 // mount's own host path, which is not a conflict. Paths of sb that are other
 // places' hosts are not where anything is bound; their At is checked instead.
 func PlaceConflict(sb *Sandbox, at, host string) string {
-	if at == "/" || strings.HasPrefix(at, "/.autobox") {
+	switch {
+	case at == "/":
 		return at
+	case strings.HasPrefix(at, "/.autobox"):
+		return "/.autobox* (the sandbox's own names)"
 	}
 	placedHost := map[string]int{}
 	for _, p := range sb.Places {

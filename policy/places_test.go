@@ -11,7 +11,7 @@ func TestPlaceConflict(t *testing.T) {
 	for at, want := range map[string]string{
 		"/mnt/d": "", "/opt/y": "", "/home/u/data": "", // its own host path is no conflict
 		"/usr/local/x": "/usr", "/etc": "/etc", "/lib64/x": "/lib64", "/tmp/a": "/tmp", "/proc": "/proc",
-		"/home/u": "/home/u/.cache/scratch", "/mnt": "/mnt/d", "/mnt/x/y": "/mnt/x", "/": "/", "/.autobox-host": "/.autobox-host",
+		"/home/u": "/home/u/.cache/scratch", "/mnt": "/mnt/d", "/mnt/x/y": "/mnt/x", "/": "/", "/.autobox-host": "/.autobox* (the sandbox's own names)", "/.autoboxX": "/.autobox* (the sandbox's own names)",
 	} {
 		if got := PlaceConflict(sb, at, "/home/u/data"); got != want {
 			t.Errorf("PlaceConflict(%s) = %q, want %q", at, got, want)
