@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/store"
@@ -431,8 +432,8 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 		sb.PrivateNetwork = true
 	}
 	if net.open {
-		sb.ReadOnly = append(sb.ReadOnly, policy.SystemPaths().Network...)
-		sb.Links = append(append([]string(nil), sb.Links...), policy.SystemPaths().NetworkLinks...)
+		sb.ReadOnly = append(sb.ReadOnly, syspaths.SystemPaths().Network...)
+		sb.Links = append(append([]string(nil), sb.Links...), syspaths.SystemPaths().NetworkLinks...)
 	}
 	sb.ReadWrite = []string{scratch}
 	sb.Tmp = scratch
@@ -452,7 +453,7 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 // basePolicy is the part of every command's policy that is the same in every call:
 // system directories and devices, no network. Idle launchers prepare for it.
 func basePolicy() *policy.Sandbox {
-	sys := policy.SystemPaths()
+	sys := syspaths.SystemPaths()
 	// Every path is canonical: system paths resolved there, mounts and
 	// workspaces checked by validation, scratch dirs resolved when made.
 	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.ReadOnly, Hidden: sys.Hidden(), Devices: sys.Devices, Links: sys.ReadOnlyLinks, NoFollow: true}

@@ -10,15 +10,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/policy"
 )
 
 // systemReadOnly are host directories a harness needs to start programs: every command's
-// (policy.SystemReadOnly, by the host's names; missing ones are skipped by the enforcer)
+// (syspaths.SystemReadOnly, by the host's names; missing ones are skipped by the enforcer)
 // and the cgroup tree. /proc is readable, but Landlock denies ptrace-class access
 // (/proc/<pid>/environ, mem) to processes outside the sandbox; /etc's secrets are hidden
-// as they are from every command (policy.System.Hidden).
-var systemReadOnly = append(slices.Clone(policy.SystemReadOnly), "/sys/fs/cgroup")
+// as they are from every command (syspaths.System.Hidden).
+var systemReadOnly = append(slices.Clone(syspaths.SystemReadOnly), "/sys/fs/cgroup")
 
 var harnessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
@@ -117,7 +118,7 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 			deny = append(deny, d)
 		}
 	}
-	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices, Hidden: policy.SystemPaths().Hidden(),
+	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices, Hidden: syspaths.SystemPaths().Hidden(),
 		AllowNetwork: !n.o.NoNetwork, PrivateNetwork: len(n.o.AllowHosts) > 0, AllowExec: true}, nil
 }
 

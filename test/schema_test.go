@@ -374,7 +374,7 @@ func TestToolErrorsCarryTheirObject(t *testing.T) {
 		{"exec_command", map[string]any{"command": []string{"true"}, "memoryMb": 1}, "invalid argument: memoryMb must be between 16 and 2048, got 1"},
 		{"exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 2.5}, "invalid arguments: timeoutMs: want an integer, got number 2.5"},
 		{"copy_then_sync", map[string]any{"action": 1}, "invalid arguments: action: want a string, got number"},
-		{"copy_then_sync", map[string]any{"action": "status", "id": "x"}, `invalid arguments: unknown field "id" (copy_then_sync takes action, hostPath, sandboxPath, storagePath, copyMode, excludes, workspaceId, diff, paths)`},
+		{"copy_then_sync", map[string]any{"action": "status", "id": "x"}, `invalid arguments: unknown field "id" (copy_then_sync takes action, hostPath, sandboxPath, storagePath, copyMode, excludes, workspaceId, diff, paths, includeIgnored)`},
 		{"copy_then_sync", map[string]any{"action": "explode"}, `invalid argument: action "explode" is not create, status, sync, resolve, merge or discard`},
 	} {
 		res := s.callRaw(c.tool, c.args)

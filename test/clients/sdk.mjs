@@ -328,8 +328,18 @@ await check("notes on limits and mounts", async () => {
   const out = path.join(dir, "out.txt");
   const [o] = await exec({ command: ["sh", "-c", `echo hi > ${out}`] });
   assert.ok(o.exitCode !== 0 && o.stderr.includes(`[autobox: ${out} is not in this call's mounts`), JSON.stringify(o));
-  const [m] = await exec({ command: ["sh", "-c", `echo hi > ${out}`], mounts: [{ hostPath: dir, sandboxPath: "/mnt/n", mode: "rw" }] });
-  assert.ok(m.exitCode === 0 && !m.stderr.includes("[autobox:"), JSON.stringify(m));
+  // Mounted, the command writes through the sandboxPath; the host path works
+  // only where the paths are rewritten, and where they are not a note says
+  // where the command sees it.
+  const mounts = [{ hostPath: dir, sandboxPath: "/mnt/n", mode: "rw" }];
+  const [m] = await exec({ command: ["sh", "-c", "echo hi > /mnt/n/out.txt"], mounts });
+  assert.ok(m.exitCode === 0 && !m.stderr.includes("[autobox:") && fs.readFileSync(out, "utf8") === "hi\n", JSON.stringify(m));
+  const [h] = await exec({ command: ["sh", "-c", `echo hi > ${out}`], mounts });
+  if (h.mountPaths === "bound at sandboxPath") {
+    assert.ok(h.exitCode !== 0 && h.stderr.includes(`${out} is at /mnt/n/out.txt`), JSON.stringify(h));
+  } else {
+    assert.ok(h.mountPaths === "rewritten to hostPath" && h.exitCode === 0, JSON.stringify(h));
+  }
   const [j] = await js({ code: "require('fs')" });
   assert.match(j.error, /require is not defined \(execute_js runs standard JavaScript in a bare V8 isolate/);
 }, { needsExec: true });
@@ -485,7 +495,7 @@ await check("copy_then_sync invalid arguments", async () => {
     [{ action: 1 }, "invalid arguments: action: want a string, got number"],
     [{ action: "create", sandboxPath: "/mnt/p" }, "invalid argument: create needs hostPath and sandboxPath"],
     [{ action: "status" }, "invalid argument: status needs workspaceId"],
-    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync takes workspaceId, paths, not hostPath"],
+    [{ action: "sync", workspaceId: "x", hostPath: data }, "invalid argument: sync takes workspaceId, paths, includeIgnored, not hostPath"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", copyMode: "yolo" }, "copyMode"],
     [{ action: "create", hostPath: data, sandboxPath: "/mnt/p", id: "x" }, 'invalid arguments: unknown field "id" (copy_then_sync takes'],
   ]) {

@@ -1,4 +1,8 @@
-package policy
+// Package syspaths is the host's system paths every sandboxed tree is given, in
+// one place for the server's commands (supervisor) and a task's harness (task):
+// the system's directories, /etc as the host has it but for its secrets, the
+// CPUs' topology, /proc, and a few devices.
+package syspaths
 
 import (
 	"path/filepath"
@@ -6,11 +10,6 @@ import (
 
 	"github.com/autobox-dev/autobox/internal/etcsecrets"
 )
-
-// The host's system paths every sandboxed tree is given, in one place for the
-// server's commands (supervisor) and a task's harness (task): the system's
-// directories, /etc as the host has it but for its secrets, the CPUs'
-// topology, /proc, and a few devices.
 
 // SystemReadOnly are what programs find on the user's machine. A private root
 // adds a passwd and group of the call's own (jail).
@@ -31,7 +30,7 @@ var NetworkReadOnly = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf
 var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
 // System is the system paths resolved: the canonical paths, and the names that
-// lead to them through symlinks (Sandbox.Links).
+// lead to them through symlinks (policy.Sandbox.Links).
 type System struct {
 	ReadOnly, ReadOnlyLinks []string
 	Network, NetworkLinks   []string
