@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/autobox-dev/autobox/internal/exactjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/internal/exactjson"
 )
 
 // Direct answers tools/call requests on the goroutine that read them (see
@@ -25,7 +26,7 @@ type Direct interface {
 	// cancelled, with a cause, when the client cancels the request
 	// (notifications/cancelled) or the session ends. multiRoundTrip reports
 	// that the session takes multi round-trip requests (MCP 2026-07-28 and
-	// later), whose results the SDK marks with a resultType.
+	// later), whose results the SDK marks with a resultType. res is never nil.
 	Call(ctx context.Context, c *ToolCall) (res *mcp.CallToolResult, multiRoundTrip bool)
 	// ServerInfo is the serverInfo the SDK puts in the _meta of the results of
 	// requests that carry MCP 2026-07-28 per-request metadata.

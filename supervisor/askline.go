@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // How a call's questions reach the user: the transport of a question, whatever
