@@ -1,83 +1,47 @@
 package mcpstdio
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/internal/stdiotest"
 )
 
 // session is an SDK server with no tools serving one session over a Transport
 // on in-memory pipes.
 type session struct {
-	t   *testing.T
-	in  *io.PipeWriter
-	out *bufio.Scanner
-	tr  *Transport
+	*stdiotest.Pipes
+	tr *Transport
 }
 
 func startSession(t *testing.T, direct Direct) *session {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	tr := &Transport{In: inR, Out: outW, Direct: direct}
+	p := stdiotest.New(t)
+	tr := &Transport{In: p.ServerIn, Out: p.ServerOut, Direct: direct}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	ss, err := srv.Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		inW.Close()
-		outR.Close()
+		p.Close()
 		ss.Close()
 		_ = ss.Wait()
 	})
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(nil, 16<<20)
-	return &session{t: t, in: inW, out: sc, tr: tr}
-}
-
-func (ss *session) send(line string) {
-	ss.t.Helper()
-	if _, err := io.WriteString(ss.in, line+"\n"); err != nil {
-		ss.t.Fatal(err)
-	}
-}
-
-// next returns the next line the server writes.
-func (ss *session) next() string {
-	ss.t.Helper()
-	line := make(chan string, 1)
-	go func() {
-		if ss.out.Scan() {
-			line <- ss.out.Text()
-		}
-		close(line)
-	}()
-	select {
-	case l, ok := <-line:
-		if !ok {
-			ss.t.Fatal("the server closed its output")
-		}
-		return l
-	case <-time.After(30 * time.Second):
-		ss.t.Fatal("no reply within 30s")
-	}
-	return ""
+	return &session{Pipes: p, tr: tr}
 }
 
 // initialize opens the session as a client of MCP 2025-06-18.
 func (ss *session) initialize() {
-	ss.t.Helper()
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.Next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
 // fakeDirect takes the tool "echo", whose call answers its arguments as text,
@@ -158,9 +122,9 @@ func TestPlainToolCall(t *testing.T) {
 // top-level id can be read. The session goes on.
 func TestOverlongLineAnsweredWithItsID(t *testing.T) {
 	ss := startSession(t, nil)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.Next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	big := `{"name":"execute_js","arguments":{"code":"'` + strings.Repeat("a", MaxMessageBytes) + `'.length","id":99}}`
 	for _, tc := range []struct{ line, id string }{
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + big + `}`, `7`},
@@ -170,14 +134,14 @@ func TestOverlongLineAnsweredWithItsID(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"tools/call","params":` + big + `}`, `null`},
 		{`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":` + big + `}`, `null`},
 	} {
-		ss.send(tc.line)
-		l := ss.next()
+		ss.Send(tc.line)
+		l := ss.Next()
 		if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `-32600`) {
 			t.Errorf("over-long line %.60s…%s: reply %s, want id %s", tc.line, tc.line[len(tc.line)-40:], l, tc.id)
 		}
 	}
-	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":10`) {
+	ss.Send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":10`) {
 		t.Errorf("ping after over-long lines: %s", l)
 	}
 }
@@ -209,9 +173,9 @@ func TestOverlongID(t *testing.T) {
 // null.
 func TestDeepLineAnsweredWithItsID(t *testing.T) {
 	ss := startSession(t, nil)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.Next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	for _, n := range []int{2000, 20000, 500000} {
 		deep := `{"name":"execute_js","arguments":{"code":"1","x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`
 		for _, tc := range []struct{ line, id string }{
@@ -220,15 +184,15 @@ func TestDeepLineAnsweredWithItsID(t *testing.T) {
 			{`{"method":"tools/call","params":` + deep[:len(deep)-n/2] + `,"jsonrpc":"2.0","id":9}`, `9`}, // unbalanced too
 			{`{"jsonrpc":"2.0","method":"tools/call","params":` + deep + `}`, `null`},
 		} {
-			ss.send(tc.line)
-			l := ss.next()
+			ss.Send(tc.line)
+			l := ss.Next()
 			if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `"error"`) {
 				t.Errorf("depth %d, %.50s…%s: reply %.200s, want id %s", n, tc.line, tc.line[len(tc.line)-30:], l, tc.id)
 			}
 		}
 	}
-	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":10`) {
+	ss.Send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":10`) {
 		t.Errorf("ping after deep lines: %s", l)
 	}
 }
@@ -243,8 +207,8 @@ func TestDirectPath(t *testing.T) {
 	ss.initialize()
 
 	const meta = `"_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	ss.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"x":1},` + meta + `}}`)
-	l := ss.next()
+	ss.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"x":1},` + meta + `}}`)
+	l := ss.Next()
 	if !strings.Contains(l, `"id":2`) || !strings.Contains(l, `{\"x\":1}`) || !strings.Contains(l, `"io.modelcontextprotocol/serverInfo":{"name":"t","version":"1"}`) {
 		t.Errorf("direct call: %s", l)
 	}
@@ -254,8 +218,8 @@ func TestDirectPath(t *testing.T) {
 	}
 
 	// A tool Direct does not take is the SDK's (which has none).
-	ss.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other","arguments":{}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":3`) || !strings.Contains(l, `"error"`) {
+	ss.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other","arguments":{}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":3`) || !strings.Contains(l, `"error"`) {
 		t.Errorf("call of a tool not taken: %s", l)
 	}
 	select {
@@ -264,23 +228,23 @@ func TestDirectPath(t *testing.T) {
 	default:
 	}
 
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"wait":true}}}`)
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"wait":true}}}`)
 	<-d.calls // the call runs
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
 		t.Errorf("duplicate id: %s", l)
 	}
-	ss.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":6`) {
+	ss.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":6`) {
 		t.Errorf("ping during a call: %s", l)
 	}
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, "the client cancelled the request: test") {
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, "the client cancelled the request: test") {
 		t.Errorf("cancelled call: %s", l)
 	}
 	// Positive control: the id is free again, and the call is answered.
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"y":2}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `{\"y\":2}`) {
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"y":2}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `{\"y\":2}`) {
 		t.Errorf("call after cancel: %s", l)
 	}
 	// A slot is given back right after its answer is written, so a moment

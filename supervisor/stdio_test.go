@@ -1,23 +1,20 @@
 package supervisor
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/stdiotest"
 	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // stdioSession serves one session of a fresh server over in-memory pipes.
 type stdioSession struct {
-	t   *testing.T
-	in  *io.PipeWriter
-	out *bufio.Scanner
-	tr  *mcpstdio.Transport
+	*stdiotest.Pipes
+	tr *mcpstdio.Transport
 }
 
 func startStdio(t *testing.T, noDirect bool) *stdioSession {
@@ -64,9 +61,8 @@ func startStdioWith(t *testing.T, opts Options) *stdioSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	tr := &mcpstdio.Transport{In: inR, Out: outW}
+	p := stdiotest.New(t)
+	tr := &mcpstdio.Transport{In: p.ServerIn, Out: p.ServerOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
@@ -74,44 +70,12 @@ func startStdioWith(t *testing.T, opts Options) *stdioSession {
 		_ = s.Serve(ctx, tr)
 	}()
 	t.Cleanup(func() {
-		inW.Close()
+		p.Close()
 		cancel()
-		outR.Close()
 		<-served
 		s.Close()
 	})
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(nil, 16<<20)
-	return &stdioSession{t: t, in: inW, out: sc, tr: tr}
-}
-
-func (ss *stdioSession) send(line string) {
-	ss.t.Helper()
-	if _, err := io.WriteString(ss.in, line+"\n"); err != nil {
-		ss.t.Fatal(err)
-	}
-}
-
-// next returns the next line the server writes.
-func (ss *stdioSession) next() string {
-	ss.t.Helper()
-	line := make(chan string, 1)
-	go func() {
-		if ss.out.Scan() {
-			line <- ss.out.Text()
-		}
-		close(line)
-	}()
-	select {
-	case l, ok := <-line:
-		if !ok {
-			ss.t.Fatal("the server closed its output")
-		}
-		return l
-	case <-time.After(30 * time.Second):
-		ss.t.Fatal("no reply within 30s")
-	}
-	return ""
+	return &stdioSession{Pipes: p, tr: tr}
 }
 
 // durations matches the durationMs values of results, plain and inside the text
@@ -151,15 +115,15 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	run := func(noDirect bool) ([]string, int64) {
 		ss := startStdio(t, noDirect)
 		// A call before initialize is the SDK's to refuse.
-		ss.send(calls[0])
-		before := ss.next()
-		ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-		ss.next()
-		ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		ss.Send(calls[0])
+		before := ss.Next()
+		ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		ss.Next()
+		ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		replies := []string{before}
 		for _, c := range calls {
-			ss.send(c)
-			replies = append(replies, durations.ReplaceAllString(ss.next(), "$1:0"))
+			ss.Send(c)
+			replies = append(replies, durations.ReplaceAllString(ss.Next(), "$1:0"))
 		}
 		return replies, ss.directAnswered()
 	}
@@ -177,21 +141,21 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 // refused (id null), and reading goes on while a call runs.
 func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
 	ss := startStdio(t, false)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"await new Promise(() => {})","timeoutMs":10000}}}`)
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
+	ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.Next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"await new Promise(() => {})","timeoutMs":10000}}}`)
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
 		t.Errorf("duplicate id: %s", l)
 	}
-	ss.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":6`) {
+	ss.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":6`) {
 		t.Errorf("ping during a call: %s", l)
 	}
 	start := time.Now()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
-	l := ss.next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
+	l := ss.Next()
 	if !strings.Contains(l, `"id":5`) || !strings.Contains(l, "the client cancelled the request: test") {
 		t.Errorf("cancelled call: %s", l)
 	}
@@ -199,8 +163,8 @@ func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
 		t.Errorf("cancel took %v", d)
 	}
 	// Positive control: the same id is free again and an ordinary call succeeds.
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `"result\":42`) {
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `"result\":42`) {
 		t.Errorf("call after cancel: %s", l)
 	}
 	if n := ss.directAnswered(); n != 2 {
