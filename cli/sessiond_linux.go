@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/exactjson"
+	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/session"
 	"github.com/autobox-dev/autobox/store"
 	"github.com/autobox-dev/autobox/supervisor"
@@ -47,7 +48,7 @@ const (
 	// before it exits (it starts with none: the call that started it comes next).
 	sessionLinger = 5 * time.Second
 	// maxSessionLine bounds a request line, as the MCP server bounds one.
-	maxSessionLine = supervisor.MaxMessageBytes
+	maxSessionLine = mcpstdio.MaxMessageBytes
 )
 
 // sessionFiles are the session server's files in the state dir.

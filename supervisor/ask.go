@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // Asking the user. A call beyond the ceiling, on a client that declared MCP
@@ -33,7 +34,7 @@ import (
 // the answer comes with the client's retry of the call (roundtrip.go); the
 // line a call asks through (askline.go) tells the eras apart.
 //
-// Backpressure (backpressure.go): a call that waits for the user gives its slot
+// Backpressure (mcpstdio/backpressure.go): a call that waits for the user gives its slot
 // of the request window back while it waits, and takes one again before it goes
 // on, so a window full of calls waiting for answers cannot stop the reader from
 // reading those answers. At most maxWaiting calls wait for the user at once;
@@ -65,8 +66,10 @@ func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
 }
 
 // lender gives a request's window slot back while the call waits for the user;
-// the func it returns takes one again.
-type lender interface{ lend() (reclaim func()) }
+// the func it returns takes one again (mcpstdio.Transport.Lend).
+type lender interface{ Lend() (reclaim func()) }
+
+var _ lender = (*mcpstdio.Transport)(nil)
 
 // questions serializes the questions to the user.
 type questions struct {
@@ -84,7 +87,7 @@ func canElicit(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion < newProtocol2026 && elicits(ip.Capabilities)
+	return ip != nil && ip.ProtocolVersion < mcpstdio.NewProtocol && elicits(ip.Capabilities)
 }
 
 // ask puts the excesses es of a call to the user, and applies the answer:
@@ -214,11 +217,4 @@ func (s *Server) question(c *ceiling.Ceiling, what string, wants []string, beyon
 			"required": []any{"answer"},
 		},
 	}
-}
-
-// lend implements lender: the slot of a request that waits for the user goes
-// back to the window until the call goes on.
-func (c *lineConn) lend() func() {
-	c.window.release()
-	return func() { c.window.acquire(c.closed) }
 }

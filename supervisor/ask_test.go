@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // TestAskingDoesNotStallTheWindow: with a request window of 2, three calls beyond
@@ -28,9 +29,9 @@ func TestAskingDoesNotStallTheWindow(t *testing.T) {
 }
 
 func askingWindow(t *testing.T, version string) {
-	old := MaxInFlight
-	MaxInFlight = 2
-	defer func() { MaxInFlight = old }()
+	old := mcpstdio.MaxInFlight
+	mcpstdio.MaxInFlight = 2
+	defer func() { mcpstdio.MaxInFlight = old }()
 	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: t.TempDir(), noWorkerJail: true,
 		Ceiling: &ceiling.Flags{File: t.TempDir() + "/policy.json", Limits: ceiling.Limits{TimeoutMs: 100}}})
 	if err != nil {
@@ -42,7 +43,7 @@ func askingWindow(t *testing.T, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	served := make(chan struct{})
-	tr := &StdioTransport{In: inR, Out: outW}
+	tr := &mcpstdio.Transport{In: inR, Out: outW}
 	go func() {
 		defer close(served)
 		_ = s.Serve(ctx, tr)
@@ -93,7 +94,7 @@ func askingWindow(t *testing.T, version string) {
 		t.Errorf("protocol %s, want %s", v, version)
 	}
 	// The last answer's slot is given back right after it is written.
-	for held := len(tr.conn.window); held != 0; held = len(tr.conn.window) {
+	for held := tr.InFlight(); held != 0; held = tr.InFlight() {
 		if ctx.Err() != nil {
 			t.Fatalf("%d slots of the window held after every call was answered", held)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // How a call's questions reach the user: the transport of a question, whatever
@@ -21,9 +23,9 @@ import (
 //     answer (roundtrip.go).
 //
 // serveCall is where both paths of a tools/call (the SDK's handler and the
-// stdio transport's direct path) meet and the era is told apart.
+// stdio transport's direct path, directCalls) meet and the era is told apart.
 //
-// The line also keeps the call's slot of the request window (backpressure.go)
+// The line also keeps the call's slot of the request window (mcpstdio/backpressure.go)
 // honest while the call waits for the user. The slot is lent back to the window
 // once however many of the call's questions wait (a command may ask about two
 // hosts at once), taken again when the last is answered, and always held again
@@ -64,7 +66,7 @@ func (l *line) lend() (done func()) {
 	l.waiting++
 	give := l.window != nil && l.reclaim == nil && !l.done
 	if give {
-		l.reclaim = l.window.lend()
+		l.reclaim = l.window.Lend()
 	}
 	l.mu.Unlock()
 	var once sync.Once
@@ -104,7 +106,7 @@ func (l *line) attach() {
 	defer l.mu.Unlock()
 	l.done = false
 	if l.window != nil && l.waiting > 0 && l.reclaim == nil {
-		l.reclaim = l.window.lend()
+		l.reclaim = l.window.Lend()
 	}
 }
 
@@ -176,7 +178,7 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= newProtocol2026
+	return ip != nil && ip.ProtocolVersion >= mcpstdio.NewProtocol
 }
 
 // elicits reports whether capabilities declare form elicitation (an empty

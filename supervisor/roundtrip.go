@@ -276,17 +276,3 @@ func (rt *roundTrips) resume(ctx context.Context, p callParams) (*mcp.CallToolRe
 	res := *r.final // each request its own copy: the SDK annotates results
 	return &res, nil
 }
-
-// withResultType adds to raw, the encoding of res, the resultType the SDK gives
-// the results of a session that takes multi round-trip requests (newEra): the
-// direct path answers as the SDK does (its setter is the SDK's own).
-func withResultType(raw []byte, res *mcp.CallToolResult, newEra bool) []byte {
-	if !newEra || len(raw) < 2 || raw[len(raw)-1] != '}' {
-		return raw
-	}
-	kind := `,"resultType":"complete"}`
-	if res.InputRequests != nil {
-		kind = `,"resultType":"input_required"}`
-	}
-	return append(raw[:len(raw)-1:len(raw)-1], kind...)
-}

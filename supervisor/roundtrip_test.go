@@ -27,8 +27,8 @@ func TestRoundTripDirectAnswersAsTheSDK(t *testing.T) {
 		ss := startStdioWith(t, Options{noDirect: noDirect, Ceiling: &ceiling.Flags{File: policy, Limits: ceiling.Limits{TimeoutMs: 100}}})
 		var replies []string
 		exchange := func(line string) string {
-			ss.send(line)
-			reply := durations.ReplaceAllString(ss.next(), "$1:0")
+			ss.Send(line)
+			reply := durations.ReplaceAllString(ss.Next(), "$1:0")
 			// The same members, in whatever order.
 			var v any
 			if err := json.Unmarshal([]byte(state.ReplaceAllString(reply, `"requestState":"S"`)), &v); err != nil {

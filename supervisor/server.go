@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/session"
@@ -72,7 +73,7 @@ type Options struct {
 	// 0 means DefaultMaxQuestions (askrate.go).
 	MaxQuestions int
 
-	// noDirect passes every request to the SDK (see lineConn.directCall): tests set it to
+	// noDirect passes every request to the SDK (see mcpstdio.Direct): tests set it to
 	// compare the two paths.
 	noDirect bool
 	// noWorkerJail starts JS workers unjailed: only this package's tests set it, as
@@ -263,37 +264,25 @@ func (s *Server) mcpServer() (*mcp.Server, map[string]toolCall) {
 	return srv, calls
 }
 
-// Serve runs one MCP session over t until the client disconnects or ctx ends. Over a
-// StdioTransport, tool calls take the transport's direct path (see lineConn.directCall).
+// Serve runs one MCP session over t until the client disconnects or ctx ends. Over an
+// mcpstdio.Transport, tool calls take the transport's direct path (directCalls).
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	srv, calls := s.mcpServer()
-	st, ok := t.(*StdioTransport)
+	st, ok := t.(*mcpstdio.Transport)
 	if !ok {
 		return srv.Run(ctx, t)
 	}
 	var session atomic.Pointer[mcp.ServerSession]
 	if !s.opts.noDirect {
-		st.direct = &directCalls{tools: calls, server: implementation, session: session.Load, ready: func() bool {
-			ss := session.Load()
-			return ss != nil && ss.InitializeParams() != nil
-		}, serve: func(ctx context.Context, d *directCall) *mcp.CallToolResult {
-			ss := session.Load()
-			res, err := s.serveCall(ctx, callParams{session: ss, caps: metaCapabilities(d.meta, ss), name: d.name, args: d.args}, d.call)
-			if err != nil { // only retries err, which the direct path leaves to the SDK
-				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-			}
-			return res
-		}}
+		st.Direct = &directCalls{s: s, tools: calls, session: &session}
 	}
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
 	session.Store(ss)
-	if st.conn != nil {
-		s.questions.lenders.Store(ss, st.conn)
-		defer s.questions.lenders.Delete(ss)
-	}
+	s.questions.lenders.Store(ss, st)
+	defer s.questions.lenders.Delete(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {

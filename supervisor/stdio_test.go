@@ -1,23 +1,20 @@
 package supervisor
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/autobox-dev/autobox/internal/stdiotest"
+	"github.com/autobox-dev/autobox/mcpstdio"
 )
 
 // stdioSession serves one session of a fresh server over in-memory pipes.
 type stdioSession struct {
-	t   *testing.T
-	in  *io.PipeWriter
-	out *bufio.Scanner
-	tr  *StdioTransport
+	*stdiotest.Pipes
+	tr *mcpstdio.Transport
 }
 
 func startStdio(t *testing.T, noDirect bool) *stdioSession {
@@ -27,10 +24,11 @@ func startStdio(t *testing.T, noDirect bool) *stdioSession {
 
 // directAnswered counts the calls the transport answered on its direct path.
 func (s *stdioSession) directAnswered() int64 {
-	if s.tr.direct == nil {
+	d, ok := s.tr.Direct.(*directCalls)
+	if !ok {
 		return 0
 	}
-	return s.tr.direct.answered.Load()
+	return d.answered.Load()
 }
 
 // sameOnBothPaths runs a session's exchange (run) with the direct path off and
@@ -63,9 +61,8 @@ func startStdioWith(t *testing.T, opts Options) *stdioSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	tr := &StdioTransport{In: inR, Out: outW}
+	p := stdiotest.New(t)
+	tr := &mcpstdio.Transport{In: p.ServerIn, Out: p.ServerOut}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
@@ -73,44 +70,12 @@ func startStdioWith(t *testing.T, opts Options) *stdioSession {
 		_ = s.Serve(ctx, tr)
 	}()
 	t.Cleanup(func() {
-		inW.Close()
+		p.Close()
 		cancel()
-		outR.Close()
 		<-served
 		s.Close()
 	})
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(nil, 16<<20)
-	return &stdioSession{t: t, in: inW, out: sc, tr: tr}
-}
-
-func (ss *stdioSession) send(line string) {
-	ss.t.Helper()
-	if _, err := io.WriteString(ss.in, line+"\n"); err != nil {
-		ss.t.Fatal(err)
-	}
-}
-
-// next returns the next line the server writes.
-func (ss *stdioSession) next() string {
-	ss.t.Helper()
-	line := make(chan string, 1)
-	go func() {
-		if ss.out.Scan() {
-			line <- ss.out.Text()
-		}
-		close(line)
-	}()
-	select {
-	case l, ok := <-line:
-		if !ok {
-			ss.t.Fatal("the server closed its output")
-		}
-		return l
-	case <-time.After(30 * time.Second):
-		ss.t.Fatal("no reply within 30s")
-	}
-	return ""
+	return &stdioSession{Pipes: p, tr: tr}
 }
 
 // durations matches the durationMs values of results, plain and inside the text
@@ -150,15 +115,15 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	run := func(noDirect bool) ([]string, int64) {
 		ss := startStdio(t, noDirect)
 		// A call before initialize is the SDK's to refuse.
-		ss.send(calls[0])
-		before := ss.next()
-		ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-		ss.next()
-		ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		ss.Send(calls[0])
+		before := ss.Next()
+		ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		ss.Next()
+		ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		replies := []string{before}
 		for _, c := range calls {
-			ss.send(c)
-			replies = append(replies, durations.ReplaceAllString(ss.next(), "$1:0"))
+			ss.Send(c)
+			replies = append(replies, durations.ReplaceAllString(ss.Next(), "$1:0"))
 		}
 		return replies, ss.directAnswered()
 	}
@@ -176,21 +141,21 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 // refused (id null), and reading goes on while a call runs.
 func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
 	ss := startStdio(t, false)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"await new Promise(() => {})","timeoutMs":10000}}}`)
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
+	ss.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	ss.Next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"await new Promise(() => {})","timeoutMs":10000}}}`)
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"1"}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":null`) || !strings.Contains(l, "already in use") {
 		t.Errorf("duplicate id: %s", l)
 	}
-	ss.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":6`) {
+	ss.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":6`) {
 		t.Errorf("ping during a call: %s", l)
 	}
 	start := time.Now()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
-	l := ss.next()
+	ss.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"test"}}`)
+	l := ss.Next()
 	if !strings.Contains(l, `"id":5`) || !strings.Contains(l, "the client cancelled the request: test") {
 		t.Errorf("cancelled call: %s", l)
 	}
@@ -198,140 +163,11 @@ func TestDirectCallsCancelAndDuplicateIDs(t *testing.T) {
 		t.Errorf("cancel took %v", d)
 	}
 	// Positive control: the same id is free again and an ordinary call succeeds.
-	ss.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
-	if l := ss.next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `"result\":42`) {
+	ss.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"6*7"}}}`)
+	if l := ss.Next(); !strings.Contains(l, `"id":5`) || !strings.Contains(l, `"result\":42`) {
 		t.Errorf("call after cancel: %s", l)
 	}
-	if n := ss.tr.direct.answered.Load(); n != 2 {
+	if n := ss.directAnswered(); n != 2 {
 		t.Errorf("%d direct calls, want 2", n)
-	}
-}
-
-// TestPlainToolCall: the fast decoder gives the request DecodeMessage gives, and
-// leaves every other shape to it.
-func TestPlainToolCall(t *testing.T) {
-	for _, tc := range []struct {
-		line  string
-		plain bool
-	}{
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`, true},
-		{`{"params":{},"id":"a b","method":"tools/call","jsonrpc":"2.0"}`, true},
-		{`{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":null}`, true},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, false},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{},"x":1}`, false},
-		{`{"jsonrpc":"2.0","ID":7,"method":"tools/call","params":{}}`, false},
-		{`{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{}}`, false},
-		{`[1,2,3,4]`, false},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}`, false},
-		// What the SDK refuses is the SDK's to refuse: repeated members (here the
-		// first is invalid), nesting deeper than its limit, trailing data.
-		{`{"jsonrpc":1,"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":1e400,"id":7,"method":"tools/call","params":{}}`, false},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`, false},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}`, true},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":"` + strings.Repeat("[", 2000) + `"}}`, true},
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}} {}`, false},
-	} {
-		c := &lineConn{direct: &directCalls{}}
-		req, ok := c.plainToolCall([]byte(tc.line))
-		if ok != tc.plain {
-			t.Errorf("%s: plain %v, want %v", tc.line, ok, tc.plain)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		msg, err := jsonrpc.DecodeMessage([]byte(tc.line))
-		if err != nil {
-			t.Fatalf("%s: DecodeMessage: %v", tc.line, err)
-		}
-		sdk := msg.(*jsonrpc.Request)
-		if req.ID != sdk.ID || req.Method != sdk.Method || string(req.Params) != string(sdk.Params) {
-			t.Errorf("%s: got %+v, DecodeMessage gives %+v", tc.line, req, sdk)
-		}
-	}
-}
-
-// TestOverlongLineAnsweredWithItsID: a line over MaxMessageBytes is refused with the
-// id of the request it held, wherever the id is (the Go SDK writes it second, the
-// TypeScript SDK last), so the client can match the error; null only when no
-// top-level id can be read. The session goes on.
-func TestOverlongLineAnsweredWithItsID(t *testing.T) {
-	ss := startStdio(t, false)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	big := `{"name":"execute_js","arguments":{"code":"'` + strings.Repeat("a", MaxMessageBytes) + `'.length","id":99}}`
-	for _, tc := range []struct{ line, id string }{
-		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + big + `}`, `7`},
-		{`{"method":"tools/call","params":` + big + `,"jsonrpc":"2.0","id":8}`, `8`},
-		{`{"method":"tools/call","params":` + big + `, "id" : "req-9" , "jsonrpc":"2.0"}` + "\r", `"req-9"`},
-		{`{"params":` + big + `,"method":"tools/call","jsonrpc":"2.0"}`, `null`},
-		{`{"jsonrpc":"2.0","method":"tools/call","params":` + big + `}`, `null`},
-		{`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":` + big + `}`, `null`},
-	} {
-		ss.send(tc.line)
-		l := ss.next()
-		if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `-32600`) {
-			t.Errorf("over-long line %.60s…%s: reply %s, want id %s", tc.line, tc.line[len(tc.line)-40:], l, tc.id)
-		}
-	}
-	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":10`) {
-		t.Errorf("ping after over-long lines: %s", l)
-	}
-}
-
-// TestOverlongID: the id is read from the kept ends of a line only where it is a
-// member of the top-level object.
-func TestOverlongID(t *testing.T) {
-	for _, tc := range []struct{ head, tail, id string }{
-		{`{"jsonrpc":"2.0","id":3,"params":{"a":"xx`, `x"}}`, `3`},
-		{`{"id":"s","params":`, ``, `"s"`},
-		{`{"params":{"id":4,"a":"x`, `x"},"jsonrpc":"2.0"}`, ``},
-		{`{"params":{"a":"x`, `x","id":5}}`, ``},
-		{`{"params":{"a":"x`, `x,\"id\":5}"}`, ``},
-		{`{"params":{"a":"x`, `x"},"id":6,"b":[{"id":7}]}`, `6`},
-		{`{"params":{"a":"x`, `x"},"id":null}`, ``},
-		{`{"params":{"a":"x`, `x"}, "id": 12 }  `, `12`},
-		{`[{"id":1`, ``, ``},
-	} {
-		o := &overlong{head: []byte(tc.head), tail: []byte(tc.tail)}
-		if got := string(o.id()); got != tc.id {
-			t.Errorf("%s…%s: id %q, want %q", tc.head, tc.tail, got, tc.id)
-		}
-	}
-}
-
-// TestDeepLineAnsweredWithItsID (issue 20 item 11): a line nested deeper than
-// any JSON decoder here takes is answered with its id, wherever it stands,
-// not with id null (the client would wait for its timeout); with no id shown,
-// null.
-func TestDeepLineAnsweredWithItsID(t *testing.T) {
-	ss := startStdio(t, false)
-	ss.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	ss.next()
-	ss.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for _, n := range []int{2000, 20000, 500000} {
-		deep := `{"name":"execute_js","arguments":{"code":"1","x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`
-		for _, tc := range []struct{ line, id string }{
-			{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + deep + `}`, `7`},
-			{`{"method":"tools/call","params":` + deep + `,"jsonrpc":"2.0","id":"req-8"}`, `"req-8"`},
-			{`{"method":"tools/call","params":` + deep[:len(deep)-n/2] + `,"jsonrpc":"2.0","id":9}`, `9`}, // unbalanced too
-			{`{"jsonrpc":"2.0","method":"tools/call","params":` + deep + `}`, `null`},
-		} {
-			ss.send(tc.line)
-			l := ss.next()
-			if !strings.Contains(l, `"id":`+tc.id+`}`) && !strings.Contains(l, `"id":`+tc.id+`,`) || !strings.Contains(l, `"error"`) {
-				t.Errorf("depth %d, %.50s…%s: reply %.200s, want id %s", n, tc.line, tc.line[len(tc.line)-30:], l, tc.id)
-			}
-		}
-	}
-	ss.send(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
-	if l := ss.next(); !strings.Contains(l, `"id":10`) {
-		t.Errorf("ping after deep lines: %s", l)
 	}
 }

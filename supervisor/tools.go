@@ -29,7 +29,7 @@ import (
 // that validates against the output schema, whatever the mistake.
 //
 // The same call function is recorded in calls under the tool's name, for the stdio
-// transport's direct path (see lineConn.directCall). Both paths run it through
+// transport's direct path (see directCalls). Both paths run it through
 // s.serveCall, which gives it the way to ask the user that its client takes.
 func addTool[In, Out any](s *Server, srv *mcp.Server, calls map[string]toolCall, t *mcp.Tool, handle func(context.Context, *In) (*Out, bool, error), fail func(error) *Out) {
 	t.InputSchema, t.OutputSchema = toolSchemas[In, Out](t.Name)

@@ -8,7 +8,8 @@ import (
 
 // TestImportDirection keeps the package graph one-way: only worker imports v8go;
 // nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
-// imports nothing of ours; enforcement and storage never import the server.
+// imports nothing of ours; mcpstdio imports nothing of ours but internal helpers;
+// enforcement and storage never import the server.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -35,6 +36,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"policy" && strings.HasPrefix(imp, mod) {
 				t.Errorf("policy imports %s; it must import nothing of ours", imp)
+			}
+			if pkg == mod+"mcpstdio" && strings.HasPrefix(imp, mod) && !strings.HasPrefix(imp, mod+"internal/") {
+				t.Errorf("mcpstdio imports %s; it must import nothing of ours but internal helpers", imp)
 			}
 			checked++
 		}

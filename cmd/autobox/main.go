@@ -20,6 +20,7 @@ import (
 
 	"github.com/autobox-dev/autobox/cli"
 	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/seatbelt"
 	"github.com/autobox-dev/autobox/supervisor"
@@ -173,7 +174,7 @@ func serve(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go reportOnSIGUSR1()
-	err = s.Serve(ctx, &supervisor.StdioTransport{In: os.Stdin, Out: os.Stdout})
+	err = s.Serve(ctx, &mcpstdio.Transport{In: os.Stdin, Out: os.Stdout, Name: "autobox"})
 	if err != nil && err != io.EOF && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
 		return 1

@@ -1,4 +1,4 @@
-package supervisor
+package mcpstdio
 
 // Backpressure on the stdio transport.
 //
@@ -11,10 +11,11 @@ package supervisor
 // answer gets out. Notifications (cancellations among them) take no slot, but are
 // not read either while the reader waits.
 //
-// The one request of its own that the server sends and a call waits on is a question
-// to the user (elicitation, ask.go); a call that waits for one gives its slot back
-// while it waits (lineConn.lend), so the answer is read however full the window, and
-// a full window always drains once the client reads.
+// A request of the server's own that a call waits on (a question to the user, with
+// elicitation/create) is answered by a line the reader must still read: a call that
+// waits for one gives its slot back while it waits (Transport.Lend), so the answer is
+// read however full the window, and a full window always drains once the client
+// reads.
 
 // MaxInFlight bounds the requests read and not yet answered (running, or with their
 // answers waiting for the client to read them). A variable for tests.
@@ -42,4 +43,25 @@ func (w window) release() {
 	case <-w:
 	default:
 	}
+}
+
+// Lend gives the slot of a request in flight back to the window while its
+// answer waits for the client (for the answer to a request of the server's own);
+// reclaim takes a slot again, waiting while all are taken, and returns at once
+// when the session has closed. The server calls reclaim before the request is
+// answered (writing the answer gives the slot back), and lends each slot at most
+// once at a time. Lend is for a connected transport (after Connect).
+func (t *Transport) Lend() (reclaim func()) {
+	c := t.conn
+	c.window.release()
+	return func() { c.window.acquire(c.closed) }
+}
+
+// InFlight is how many requests hold a slot of the window: read and not yet
+// answered, less those lent back. 0 before Connect.
+func (t *Transport) InFlight() int {
+	if t.conn == nil {
+		return 0
+	}
+	return len(t.conn.window)
 }

@@ -1,8 +1,10 @@
-package supervisor
+package mcpstdio
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -119,4 +121,70 @@ func validID(v json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return v
+}
+
+// readLine returns the next line without its newline. A line longer than
+// MaxMessageBytes is consumed to its end and dropped, never held in memory: over is
+// then set, with the line's first and last bytes, where its id is (overlong.id).
+func readLine(r *bufio.Reader) (line []byte, over *overlong, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case over != nil:
+			over.add(chunk)
+		case len(buf)+len(chunk) > MaxMessageBytes+1:
+			over = newOverlong(buf, chunk)
+			buf = nil
+		default:
+			buf = append(buf, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(buf, "\r\n"), over, err
+	}
+}
+
+// writeError answers a line that could not be a message. The id is recovered when the
+// line is JSON with an id, or an over-long, too deeply nested or cut-short line shows
+// one, so the client can match the error to its request.
+func (c *lineConn) writeError(line []byte, over *overlong, err error) {
+	code := int64(-32700) // parse error
+	id := json.RawMessage("null")
+	if over != nil {
+		code = -32600 // invalid request
+		if found := over.id(); found != nil {
+			id = found
+		}
+	} else {
+		var probe struct {
+			ID json.RawMessage `json:"id"`
+		}
+		switch {
+		case json.Unmarshal(line, &probe) == nil:
+			code = -32600
+			if len(probe.ID) > 0 {
+				id = probe.ID
+			}
+		default:
+			// Not JSON to encoding/json either: nested past its limit, or cut
+			// short. Its id, where the line shows one whole at either end, is
+			// found as in an over-long line's kept bytes (and at the same
+			// bounded cost).
+			if found := newOverlong(line, nil).id(); found != nil {
+				id = found
+			}
+		}
+	}
+	c.writeErrorResponse(id, code, err.Error())
+}
+
+func (c *lineConn) writeErrorResponse(id json.RawMessage, code int64, msg string) {
+	resp, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+	c.writeLine(resp)
 }
