@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"time"
@@ -37,20 +36,8 @@ func benchBackToBack(ctx context.Context, _ string, cs *mcp.ClientSession, n int
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	code := `JSON.parse('{"a":1}').a + 41`
 	for range n {
-		t := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_js", Arguments: map[string]any{"code": code}})
-		check(err)
-		js = append(js, time.Since(t))
-		var o struct {
-			OK bool `json:"ok"`
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		check(json.Unmarshal(raw, &o))
-		if !o.OK {
-			check(fmt.Errorf("execute_js failed: %s", raw))
-		}
+		js = append(js, callJS(ctx, cs))
 	}
 	for range n {
 		t := time.Now()
@@ -59,7 +46,7 @@ func benchBackToBack(ctx context.Context, _ string, cs *mcp.ClientSession, n int
 	}
 	e := stats("exec_command echo, back to back", sandboxed, "")
 	b := stats("bare fork/exec of echo, back to back", bare, "baseline")
-	j := stats("execute_js, back to back", js, code)
+	j := stats("execute_js, back to back", js, "")
 	p := stats("MCP ping, back to back", ping, "framing floor")
 	rep.Cases = append(rep.Cases, e, b, j, p)
 	rep.Numbers["b2b exec_command p50 / bare p50"] = e.P50 / b.P50

@@ -83,7 +83,7 @@ func main() {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Printf("%-44s %.2f\n", k, rep.Numbers[k])
+		fmt.Printf("%-66s %.2f\n", k, rep.Numbers[k])
 	}
 	check(os.MkdirAll(filepath.Dir(*out), 0o755))
 	b, _ := json.MarshalIndent(rep, "", "  ")
