@@ -14,6 +14,12 @@ import (
 	"github.com/autobox-dev/autobox/worker/proto"
 )
 
+// Starting a worker: on a thread of its own that restricts itself first
+// (onOwnThread), with its pipes and the life pipe as descriptors 3 to 5 (start),
+// then waiting for its "ready" frame (spawnReady).
+
+// spawnResult is what a worker's thread hands back: the worker, or why it did
+// not start.
 type spawnResult struct {
 	w   *jsWorker
 	err error
