@@ -1,14 +1,12 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/autobox-dev/autobox/jspool"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/store"
@@ -17,10 +15,6 @@ import (
 
 // MaxCodeBytes bounds the `code` argument of execute_js.
 const MaxCodeBytes = 1 << 20
-
-// killGrace is how long past its time limit a worker may take to answer before the
-// supervisor kills it.
-const killGrace = 500 * time.Millisecond
 
 // JSInput is the execute_js argument object. The tags are the descriptions in the
 // tool's input schema, which toolSchemas completes with defaults and bounds.
@@ -87,7 +81,7 @@ func (s *Server) validateJS(in *JSInput) (*jsCall, error) {
 	if c.mounts, err = s.resolveMounts(in.Mounts); err != nil {
 		return nil, err
 	}
-	if err := refusePseudoMounts(c.mounts); err != nil {
+	if err := jspool.RefusePseudoMounts(c.mounts); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -110,14 +104,8 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		return nil, err
 	}
 	defer leave()
-	w, err := s.pool.get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("no JS worker: %w", err)
-	}
-	defer s.pool.done(w)
-	b := newBridge(c.mounts, c.maxRead, c.maxWrite, c.run.AllowNetwork, start.Add(time.Duration(c.run.TimeoutMs)*time.Millisecond))
-	defer b.close()
-	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Isolation: s.pool.jail.isolation}
+	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Isolation: s.pool.Isolation()}
+	req := &jspool.Request{Run: c.run, Mounts: c.mounts, MaxRead: c.maxRead, MaxWrite: c.maxWrite, Deadline: start.Add(time.Duration(c.run.TimeoutMs) * time.Millisecond)}
 	if c.net.proxied() {
 		pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, "this JavaScript call (execute_js)", nil))
 		if err != nil {
@@ -125,7 +113,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		}
 		// Every connection, the first and each redirect's, is checked and
 		// recorded by the call's registration (a command's matcher and rules).
-		b.fetchClient = newFetchClient(pc.DialContext)
+		req.Dial = pc.DialContext
 		defer func() {
 			rec := pc.Close()
 			out.Network = &rec
@@ -133,13 +121,18 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	}
 	var tail *outputTail // the latest console line, for reports of progress
 	if progressOf(ctx) != nil {
-		tail, c.run.Progress = &outputTail{}, true
+		tail, req.Run.Progress = &outputTail{}, true
+		req.Log = func(line string) { tail.add([]byte("\n" + line)) }
 	}
 	stopProgress := reportProgress(ctx, start, time.Duration(c.run.TimeoutMs)*time.Millisecond, tail.line)
-	res, err := s.converse(ctx, w, c, b, tail)
+	ran, err := s.pool.Run(ctx, req)
 	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	res, err := ran.Worker, ran.Err
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
-	out.ReadBytes, out.WriteBytes = b.readBytes, b.writeBytes
+	out.ReadBytes, out.WriteBytes = ran.ReadBytes, ran.WriteBytes
 	if err != nil {
 		msg := err.Error()
 		msg += jsNote(msg, s.jsTimeoutCap())
@@ -158,91 +151,6 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		out.Logs = res.Logs
 	}
 	return out, nil
-}
-
-// converse sends the call to the worker and answers its bridge requests until the
-// result arrives, the worker dies, the time limit plus grace passes, or ctx ends.
-func (s *Server) converse(ctx context.Context, w *jsWorker, c *jsCall, b *bridge, tail *outputTail) (*proto.Result, error) {
-	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeRun, Run: &c.run}); err != nil {
-		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
-	}
-	hard := time.Now().Add(time.Duration(c.run.TimeoutMs)*time.Millisecond + killGrace)
-	expired, stop := w.watch(ctx, hard)
-	defer stop()
-	// memoryMb bounds V8's heap; ArrayBuffers and WebAssembly memories live outside
-	// it, so the worker's whole resident memory is watched too.
-	var breach atomic.Int64
-	stopWatch := watchRSS(w.proc.Pid, workerRSSLimit(c.run.MemoryMb), func(rss int64) {
-		breach.Store(rss)
-		_ = w.proc.Kill()
-	})
-	defer stopWatch()
-	fetches := newCallFetches(ctx, w, b)
-	defer fetches.end()
-	for {
-		m, err := w.read()
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
-		case breach.Load() != 0:
-			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", breach.Load()>>20, c.run.MemoryMb)
-		case expired():
-			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", c.run.TimeoutMs)
-		default:
-			return nil, w.crashError(c, err)
-		}
-		switch m.Type {
-		case proto.TypeResult:
-			if m.Result == nil {
-				return nil, errors.New("Error: JS worker sent an empty result")
-			}
-			return m.Result, nil
-		case proto.TypeLog:
-			tail.add([]byte("\n" + m.Log))
-		case proto.TypeBridge:
-			if m.Bridge != nil && m.Bridge.Op == "fetch" {
-				err = fetches.start(m.Bridge)
-			} else {
-				err = fetches.write(&proto.Message{Type: proto.TypeReply, Reply: b.handle(ctx, m.Bridge)})
-			}
-			if err != nil {
-				return nil, w.crashError(c, err)
-			}
-		default:
-			return nil, fmt.Errorf("Error: JS worker sent an unexpected %q frame", m.Type)
-		}
-	}
-}
-
-// workerRSSLimit is the resident memory a worker may reach: its own runtime and V8
-// (about 40 MB), the heap, and as much again for ArrayBuffers and WebAssembly.
-func workerRSSLimit(memoryMb int) int64 {
-	return int64(64+2*memoryMb) << 20
-}
-
-// crashError explains a worker that died mid-call: V8's fatal heap exhaustion becomes
-// the memory-limit error; anything else is a crash of this call only.
-func (w *jsWorker) crashError(c *jsCall, readErr error) error {
-	desc := w.describeExit(readErr)
-	if isHeapExhaustion(w.stderr.Bytes()) {
-		return fmt.Errorf("MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", c.run.MemoryMb)
-	}
-	// The worker's CPU time is capped at its call's time limit (RLIMIT_CPU, whole
-	// seconds): the kernel's SIGKILL at the cap is the time limit too.
-	if ps := w.state; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(c.run.TimeoutMs)*time.Millisecond {
-		return fmt.Errorf("TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", c.run.TimeoutMs)
-	}
-	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)
-}
-
-func isHeapExhaustion(stderr []byte) bool {
-	for _, m := range [][]byte{[]byte("Fatal javascript OOM"), []byte("JavaScript heap out of memory"), []byte("Reached heap limit"), []byte("Fatal JavaScript invalid size error"), []byte("Fatal process out of memory")} {
-		if bytes.Contains(stderr, m) {
-			return true
-		}
-	}
-	return false
 }
 
 // jsTool adapts ExecuteJS to the MCP tool handler shape: failures of the code are
@@ -266,21 +174,7 @@ func jsFailed(err error) *JSOutput {
 // running code: on a jailed worker every attempt fails. It returns one line per
 // attempt and the worker's pid.
 func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string, error) {
-	w, err := s.pool.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer s.pool.done(w)
-	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeProbe, Probe: paths}); err != nil {
-		return nil, err
-	}
-	_, stop := w.watch(ctx, time.Now().Add(10*time.Second))
-	defer stop()
-	m, err := w.read()
-	if err != nil || m.Result == nil {
-		return nil, fmt.Errorf("JS worker: %s", w.describeExit(err))
-	}
-	return m.Result.Logs, nil
+	return s.pool.Probe(ctx, paths)
 }
 
 // networkHint is what a script that reached for the network without it is

@@ -18,11 +18,7 @@ type JSWorkers struct {
 
 // JSWorkers describes this server's JS workers.
 func (s *Server) JSWorkers() JSWorkers {
-	j := JSWorkers{V8go: moduleVersion("rogchap.com/v8go"), Isolation: s.pool.jail.isolation, Weaker: s.pool.jail.why}
-	if v := s.pool.v8Version.Load(); v != nil {
-		j.V8 = *v
-	}
-	return j
+	return JSWorkers{V8: s.pool.V8Version(), V8go: moduleVersion("rogchap.com/v8go"), Isolation: s.pool.Isolation(), Weaker: s.pool.Weaker()}
 }
 
 // moduleVersion is the version of module path this binary was built with, or "".

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"syscall"
 
@@ -34,16 +33,6 @@ func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *
 		return nil, err
 	}
 	return t, nil
-}
-
-// workerLaunch runs the JS worker under a deny-by-default seatbelt profile.
-func workerLaunch(exe string, log *slog.Logger) (*workerJail, error) {
-	if err := seatbelt.Available(); err != nil {
-		log.Warn("sandbox-exec is missing: JS workers run WITHOUT a seatbelt profile", "err", err)
-		return unjailedWorkers(exe), nil
-	}
-	profile, params := seatbelt.WorkerProfile(exe)
-	return &workerJail{argv: seatbelt.Args(profile, params, []string{exe, "worker", "js", "--jailed"}), isolation: "seatbelt"}, nil
 }
 
 // rootIsLauncher: sandbox-exec execs the command in place, so a tree's root

@@ -5,7 +5,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"runtime"
 
@@ -25,11 +24,6 @@ func (refusingRunner) close() {}
 
 func (refusingRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
 	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
-}
-
-func workerLaunch(exe string, log *slog.Logger) (*workerJail, error) {
-	log.Warn("no OS sandbox on this platform: JS workers run unjailed (V8 isolation only)")
-	return unjailedWorkers(exe), nil
 }
 
 const rootIsLauncher = false

@@ -1,6 +1,6 @@
 // Package supervisor is the autobox MCP server: it declares the tools, validates every
-// call, owns the JS worker pool, answers the workers' file and fetch bridge, runs
-// sandboxed commands and the workspace store. One Server serves one MCP session and
+// call, runs execute_js in the JS worker pool (package jspool), runs sandboxed
+// commands and the workspace store. One Server serves one MCP session and
 // the command line alike.
 package supervisor
 
@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/jspool"
 	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
@@ -86,7 +87,7 @@ type Server struct {
 	opts    Options
 	exe     string
 	log     *slog.Logger
-	pool    *pool
+	pool    *jspool.Pool
 	runner  runner
 	store   *store.Store
 	scratch *scratchDirs
@@ -150,13 +151,7 @@ func New(opts Options) (*Server, error) {
 	case size < 0:
 		size = 0
 	}
-	wj := unjailedWorkers(exe)
-	if !opts.noWorkerJail {
-		if wj, err = workerLaunch(exe, s.log); err != nil {
-			return nil, err
-		}
-	}
-	if s.pool, err = newPool(wj, size, opts.Throughput, s.log); err != nil {
+	if s.pool, err = jspool.New(jspool.Options{Exe: exe, Size: size, Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log}); err != nil {
 		return nil, err
 	}
 	s.runner = newRunner(exe, opts.Unsafe)
@@ -187,7 +182,7 @@ func (s *Server) Close() {
 		kills.Go(t.Kill)
 	}
 	kills.Wait()
-	s.pool.close()
+	s.pool.Close()
 	s.runner.close()
 	s.proxyOnce.Do(func() { s.proxyErr = errors.New("the server is closing") })
 	if s.proxy != nil {

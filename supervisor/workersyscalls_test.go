@@ -111,7 +111,7 @@ func TestWorkerSyscallsMeasured(t *testing.T) {
 		{"a thrown error", JSInput{Code: "throw new TypeError('boom')"}, "!TypeError: boom"},
 	}
 	s, logs := loggedServer(t, 1)
-	mode := s.pool.jail.isolation
+	mode := s.pool.Isolation()
 	for _, c := range calls {
 		out, err := s.ExecuteJS(context.Background(), &c.in)
 		if err != nil {
@@ -173,90 +173,4 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
-}
-
-// TestWorkerFDs: a worker holds its pipes and /dev/null, and nothing the server
-// holds without close-on-exec.
-func TestWorkerFDs(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Linux jail")
-	}
-	if st := jail.Probe(); st.LandlockABI < jail.MinLandlockABI {
-		t.Skipf("host cannot jail workers: %s", st)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	// A copy without close-on-exec, past the numbers a worker's own descriptors
-	// take.
-	fd, _, e := syscall.Syscall(syscall.SYS_FCNTL, r.Fd(), syscall.F_DUPFD, 100)
-	if e != 0 {
-		t.Fatal(e)
-	}
-	defer syscall.Close(int(fd))
-	leaked := fmt.Sprintf("pipe:[%d]", inode(t, r))
-	for _, jailed := range []bool{true, false} {
-		s := newTestServer(t, jailed)
-		for _, pid := range workerPids(t, s) {
-			entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var fds []string
-			for _, e := range entries {
-				target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
-				fds = append(fds, e.Name()+"->"+target)
-			}
-			has := strings.Contains(strings.Join(fds, " "), leaked)
-			if jailed && has {
-				t.Errorf("jailed worker %d holds the server's %s: %v", pid, leaked, fds)
-			}
-			if !jailed && !has {
-				// The control: a plain fork and exec passes it on.
-				t.Errorf("unjailed worker %d lacks %s, which a plain exec passes on: %v", pid, leaked, fds)
-			}
-		}
-	}
-}
-
-func inode(t *testing.T, f *os.File) uint64 {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
-}
-
-// TestHostTimeZone: the zone workers are given is the server's TZ when ICU would
-// take it as a zone name, else /etc/localtime's, else UTC; never a path or a rule.
-func TestHostTimeZone(t *testing.T) {
-	for _, c := range []struct {
-		tz   string
-		zone bool
-	}{
-		{"Europe/Paris", true}, {"America/Argentina/Buenos_Aires", true}, {"UTC", true}, {"EST5EDT", true},
-		{"Etc/GMT+5", false}, {"/etc/localtime", false}, {"../../etc/passwd", false}, {"CET-1CEST,M3.5.0,M10.5.0/3", false},
-		{"JST-9", false}, {"", false}, {"Europe/Paris\n", false},
-	} {
-		if got := zoneName(c.tz); got != c.zone {
-			t.Errorf("zoneName(%q) = %v, want %v", c.tz, got, c.zone)
-		}
-	}
-	t.Setenv("TZ", ":Asia/Tokyo")
-	if got := hostTimeZone(); got != "Asia/Tokyo" {
-		t.Errorf("with TZ=:Asia/Tokyo: %q", got)
-	}
-	t.Setenv("TZ", "JST-9")
-	want := "UTC"
-	if l, err := os.Readlink("/etc/localtime"); err == nil {
-		if _, z, ok := strings.Cut(l, "zoneinfo/"); ok && zoneName(z) {
-			want = z
-		}
-	}
-	if got := hostTimeZone(); got != want {
-		t.Errorf("with TZ=JST-9: %q, want /etc/localtime's %q", got, want)
-	}
 }

@@ -9,6 +9,7 @@ import (
 // TestImportDirection keeps the package graph one-way: only worker imports v8go;
 // nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
 // imports nothing of ours; mcpstdio imports nothing of ours but internal helpers;
+// jspool (the JS worker pool and bridge) imports none of the server's packages;
 // enforcement and storage never import the server.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
@@ -22,9 +23,12 @@ func TestImportDirection(t *testing.T) {
 		mod + "cli":         {mod + "cmd/autobox"},
 		mod + "worker":      {mod + "cmd/autobox", mod + "test/bench"},
 		mod + "test/probe":  {},
-		mod + "proxy":       {mod + "supervisor", mod + "task", mod + "cmd/autobox"},
+		mod + "proxy":       {mod + "supervisor", mod + "jspool", mod + "task", mod + "cmd/autobox"},
 		mod + "cmd/autobox": {},
 	}
+	// serverSide are the packages of the server and its callers, which the JS
+	// worker pool serves and must not reach back into.
+	serverSide := []string{mod + "supervisor", mod + "mcpstdio", mod + "cli", mod + "task", mod + "cmd/autobox", mod + "store", mod + "session", mod + "ceiling"}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
@@ -39,6 +43,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"mcpstdio" && strings.HasPrefix(imp, mod) && !strings.HasPrefix(imp, mod+"internal/") {
 				t.Errorf("mcpstdio imports %s; it must import nothing of ours but internal helpers", imp)
+			}
+			if pkg == mod+"jspool" && contains(serverSide, imp) {
+				t.Errorf("jspool imports %s; it must import none of %v", imp, serverSide)
 			}
 			checked++
 		}

@@ -1,4 +1,4 @@
-package supervisor
+package jspool
 
 import (
 	"context"
@@ -8,14 +8,10 @@ import (
 // BenchmarkWorkerStart measures one JS worker from fork to "ready" (jailed, V8 warm),
 // killed afterwards: the cost every execute_js call pays in the background.
 func BenchmarkWorkerStart(b *testing.B) {
-	s, err := New(Options{Exe: testBin, PoolSize: 1, StateDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	p := newTestPool(b, Options{Size: 1})
 	ctx := context.Background()
 	for b.Loop() {
-		w, err := s.pool.spawnReady(ctx)
+		w, err := p.spawnReady(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}

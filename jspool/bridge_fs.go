@@ -1,4 +1,4 @@
-package supervisor
+package jspool
 
 import (
 	"context"
@@ -274,10 +274,10 @@ func refusePseudoDir(r *os.Root, op, p, mount string) error {
 	return nil
 }
 
-// refusePseudoMounts refuses, before an execute_js call starts, a mount whose
+// RefusePseudoMounts refuses, before an execute_js call starts, a mount whose
 // host path is a kernel pseudo-filesystem (the bridge would refuse each of
 // its files anyway; a mount holding one, such as /, is refused file by file).
-func refusePseudoMounts(mounts []policy.Mount) error {
+func RefusePseudoMounts(mounts []policy.Mount) error {
 	for _, m := range mounts {
 		if kind := pseudoFSAt(m.Host); kind != "" {
 			return fmt.Errorf("%w: mounts: hostPath %s (at %s) is a %s filesystem; execute_js does not serve the kernel's pseudo-filesystems, which would show the server's own process", policy.ErrInvalid, m.Host, m.Sandbox, kind)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package supervisor
+package jspool
 
 // asCaller is a no-op where capabilities are not per thread: the bridge's file
 // access is the server's.
