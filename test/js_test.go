@@ -204,8 +204,8 @@ func TestJSMemoryLimit(t *testing.T) {
 		t.Errorf("ArrayBuffer bomb: isError=%v error=%q", isErr, o.err())
 	}
 	// Positive control: the same kind of allocation within budget succeeds.
-	s.mustJS(map[string]any{"code": "const b = new Uint8Array(8 << 20).fill(1); b.length", "memoryMb": 16})
-	o = s.mustJS(map[string]any{"code": "const a = []; for (let i = 0; i < 100; i++) a.push(new Array(1000).fill(i)); return a.length", "memoryMb": 64})
+	s.mustJS(map[string]any{"code": "const b = new Uint8Array(8 << 20).fill(1); b.length", "memoryMb": 16, "timeoutMs": 10000})
+	o = s.mustJS(map[string]any{"code": "const a = []; for (let i = 0; i < 100; i++) a.push(new Array(1000).fill(i)); return a.length", "memoryMb": 64, "timeoutMs": 10000})
 	if string(o.Result) != "100" {
 		t.Errorf("within budget: %s", o.Result)
 	}
