@@ -1,8 +1,14 @@
 //go:build linux
 
+// How a session ends: at once when its command fails at once, with its client
+// or its server, at its timeoutMs, and after the server's idle limit.
+
 package test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +91,116 @@ func TestCLISessionEndsAtOnce(t *testing.T) {
 	h.sessions = true
 	h.want(h.run("", "exec", "--yield", "5s", "--", "sh", "-c", "echo boom >&2; exit 3"), 3, "", "boom")
 	waitSessionServerGone(t)
+}
+
+// TestSessionEndsWithClient: a session's tree is gone when the client
+// disconnects, and when the server is killed outright (checked with ps).
+func TestSessionEndsWithClient(t *testing.T) {
+	requireSandbox(t)
+	psHas := func(t *testing.T, marker string) bool {
+		out, err := exec.Command("ps", "-eo", "args").Output()
+		if err != nil {
+			t.Fatalf("ps: %v", err)
+		}
+		return strings.Contains(string(out), marker)
+	}
+	// yieldMs 0 answers before the command may have run: wait for it.
+	waitRunning := func(t *testing.T, marker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !psHas(t, marker); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the session's command is not running (positive control)")
+			}
+		}
+	}
+	waitNone := func(t *testing.T, what, marker string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); psHas(t, marker); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s: a process of the session is still running (ps shows %q)", what, marker)
+				return
+			}
+		}
+	}
+	t.Run("disconnect", func(t *testing.T) {
+		s := start(t)
+		marker := fmt.Sprintf("sleep 700.%d", os.Getpid())
+		s.startSession(map[string]any{"command": bash(marker + " & " + marker), "timeoutMs": 120000})
+		s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "timeoutMs": 120000})
+		waitRunning(t, marker)
+		s.cs.Close()
+		waitNone(t, "client gone", marker)
+	})
+	for _, m := range serverModes(t) {
+		t.Run("SIGKILL/"+m.name, func(t *testing.T) {
+			s := startEnv(t, m.env)
+			marker := fmt.Sprintf("sleep 701.%d", os.Getpid())
+			s.startSession(map[string]any{"command": bash("setsid " + marker + " & " + marker), "timeoutMs": 120000})
+			waitRunning(t, marker)
+			s.cmd.Process.Kill()
+			waitNone(t, "server killed", marker)
+			// Its scratch dirs and cgroups are for the next autobox process to sweep.
+			next := exec.Command(bin, "doctor")
+			next.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + s.tmp, "AUTOBOX_STATE_DIR=" + t.TempDir()}
+			if out, err := next.CombinedOutput(); err != nil {
+				t.Fatalf("doctor: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestSessionTimeout: a session may run past 10 minutes (up to an hour), and
+// its timeoutMs kills it all the same, saying how far it goes.
+func TestSessionTimeout(t *testing.T) {
+	requireSandbox(t)
+	s := start(t)
+	res := s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 700000})
+	if e := errorOf(res); !strings.Contains(e, "timeoutMs must be between 1 and 600000") || !strings.Contains(e, "with yieldMs, a session may run up to 3600000") {
+		t.Errorf("700 s without yieldMs: %q", e)
+	}
+	res = s.callRaw("exec_command", map[string]any{"command": []string{"true"}, "timeoutMs": 3600001, "yieldMs": 0})
+	if e := errorOf(res); !strings.Contains(e, "timeoutMs must be between 1 and 3600000") {
+		t.Errorf("over an hour: %q", e)
+	}
+	o := s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 1500})
+	_, f := s.finish(o.SessionID)
+	if !f.Killed || !strings.HasPrefix(f.Stderr, "killed: timeout after 1500ms (the session's timeoutMs): start it again with a larger timeoutMs, at most 3600000\n") {
+		t.Errorf("timeout: %+v", f)
+	}
+	// The long form is accepted.
+	o = s.startSession(map[string]any{"command": []string{"sleep", "600"}, "timeoutMs": 3600000})
+	if l, _ := s.sess(map[string]any{"action": "list"}); len(l.Sessions) != 1 {
+		t.Errorf("list: %+v", l)
+	}
+	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
+}
+
+// TestSessionIdle: a session no call names for the idle limit is ended; its id
+// then says why.
+func TestSessionIdle(t *testing.T) {
+	requireSandbox(t)
+	s := start(t, "serve", "--session-idle", "1s")
+	secs := uniqueSeconds(600)
+	o := s.startSession(map[string]any{"command": []string{"sleep", secs}, "timeoutMs": 60000})
+	// list does not count as use: wait (however long a loaded machine takes)
+	// until the session is gone from it, then a poll names why.
+	for i := 0; ; i++ {
+		l, _ := s.sess(map[string]any{"action": "list"})
+		listed := false
+		for _, e := range l.Sessions {
+			listed = listed || e.SessionID == o.SessionID
+		}
+		if !listed {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("the session is still listed a minute after its idle limit of 1s: %+v", l.Sessions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"})
+	if !isErr || !strings.Contains(p.Error, "unknown or ended session") || !strings.Contains(p.Error, "idle limit") {
+		t.Errorf("poll after the idle limit: %+v", p)
+	}
+	waitProcs(t, "sleep "+secs, false)
 }
