@@ -93,6 +93,18 @@ func (h *cliHome) want(r cliRun, code int, stdout, stderr string) {
 	}
 }
 
+// startSession starts a session with `autobox exec ARGS...` (--yield among
+// them) and gives its id; a run that starts none fails the test.
+func (h *cliHome) startSession(args ...string) string {
+	h.t.Helper()
+	r := h.run("", append([]string{"exec"}, args...)...)
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "s-") {
+		h.t.Fatalf("exec --yield: %s", r)
+	}
+	return id
+}
+
 // noLeftovers fails the test if a process running the autobox binary (a worker, a
 // launcher) is still alive a few seconds after a command-line run ended.
 func noLeftovers(t *testing.T) {

@@ -19,6 +19,8 @@ type execOut struct {
 	StdoutTruncated bool   `json:"stdoutTruncated"`
 	StderrTruncated bool   `json:"stderrTruncated"`
 	MountPaths      string `json:"mountPaths"`
+	// Error is a refused call's message (a tool error); stderr says it too.
+	Error string `json:"error"`
 }
 
 func (o execOut) code() int {

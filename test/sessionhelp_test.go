@@ -11,7 +11,6 @@ import (
 type sessOut struct {
 	execOut
 	Signal        string `json:"signal"`
-	Error         string `json:"error"`
 	Running       bool   `json:"running"`
 	SessionID     string `json:"sessionId"`
 	StdoutDropped int64  `json:"stdoutDropped"`

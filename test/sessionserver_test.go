@@ -27,11 +27,7 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 	requireSandbox(t)
 	h := newCLIHome(t)
 	h.sessions = true
-	r := h.run("", "exec", "--yield", "0", "--timeout", "1m", "--", "sleep", "60")
-	id := strings.TrimSpace(r.stdout)
-	if r.code != 0 || !strings.HasPrefix(id, "s-") {
-		t.Fatalf("exec --yield: %s", r)
-	}
+	id := h.startSession("--yield", "0", "--timeout", "1m", "--", "sleep", "60")
 	t.Cleanup(func() {
 		h.run("", "session", "close", id)
 		for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
