@@ -84,8 +84,9 @@ func TestExecEnvironment(t *testing.T) {
 	if scratch == "" {
 		t.Fatalf("no scratch path: %+v", o)
 	}
-	// It is removed just after the call answers.
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// It is removed just after the call answers (a loaded machine may take a
+	// while: the wait ends when it is gone).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Lstat(scratch); os.IsNotExist(err) {
 			break
 		}
@@ -345,7 +346,7 @@ func execProcesses(t *testing.T, s *session) {
 func TestExecKillsWholeTree(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	marker := fmt.Sprintf("31.%d", os.Getpid()%1000+100)
+	marker := uniqueSeconds(31) // what findProcs finds is this test's alone
 	// setsid + double fork + ignoring SIGTERM, both on timeout and after a normal exit.
 	scripts := map[string]map[string]any{
 		"timeout": {"command": bash("trap '' TERM; setsid bash -c '(trap \"\" TERM; exec sleep " + marker + ") &' ; (sleep " + marker + " &) ; sleep " + marker), "timeoutMs": 300},

@@ -53,14 +53,31 @@ func TestExecMemoryCgroup(t *testing.T) {
 		dir := t.TempDir()
 		done := make(chan execOut, 1)
 		go func() {
-			o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg; sleep 1"), "memoryMb": mb, "timeoutMs": 10000,
+			// It runs until the test has read its cgroup's limit (the gate).
+			o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg.new; mv /mnt/d/cg.new /mnt/d/cg; until [ -e /mnt/d/gate ]; do sleep 0.01; done"), "memoryMb": mb, "timeoutMs": 600000,
 				"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}})
 			done <- o
 		}()
+		// The command writes its cgroup first thing: wait for that, or for
+		// its end (a command that could not start), however long it takes.
 		var line string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && line == ""; time.Sleep(20 * time.Millisecond) {
+		var early *execOut
+		for line == "" && early == nil {
+			select {
+			case o := <-done:
+				early = &o
+			case <-time.After(20 * time.Millisecond):
+			}
 			b, _ := os.ReadFile(filepath.Join(dir, "cg"))
 			line = strings.TrimSpace(string(b))
+		}
+		if line == "" {
+			t.Fatalf("call %d ended without saying its cgroup: %+v", i, *early)
+		}
+		open := func() { // the gate: the command ends
+			if early == nil {
+				writeFile(t, filepath.Join(dir, "gate"), "")
+			}
 		}
 		for _, l := range strings.Split(line, "\n") {
 			if strings.Contains(l, "/autobox-") {
@@ -68,7 +85,10 @@ func TestExecMemoryCgroup(t *testing.T) {
 			}
 		}
 		if !strings.Contains(line, "/autobox-") {
-			<-done
+			open()
+			if early == nil {
+				<-done
+			}
 			t.Skipf("the command is not in an autobox cgroup (%q): this host offers none to autobox", line)
 		}
 		parts := strings.SplitN(line, ":", 3)
@@ -79,17 +99,24 @@ func TestExecMemoryCgroup(t *testing.T) {
 		}
 		cg := filepath.Join(base, parts[2])
 		b, err := os.ReadFile(filepath.Join(cg, limitFile))
+		open()
 		if err != nil {
 			t.Fatalf("call %d: reading the limit of %s: %v", i, cg, err)
 		}
 		if got, want := strings.TrimSpace(string(b)), fmt.Sprint(mb<<20+32<<20); got != want {
 			t.Errorf("call %d (memoryMb %d): cgroup limit %s, want %s", i, mb, got, want)
 		}
-		if o := <-done; o.code() != 0 {
-			t.Errorf("call %d: command: %+v", i, o)
+		o := early
+		if o == nil {
+			r := <-done
+			o = &r
 		}
+		if o.code() != 0 {
+			t.Errorf("call %d: command: %+v", i, *o)
+		}
+		// Removed just after the call answers; a loaded machine may take a while.
 		gone := false
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !gone; time.Sleep(50 * time.Millisecond) {
 			_, err := os.Stat(cg)
 			gone = os.IsNotExist(err)
 		}

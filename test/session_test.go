@@ -148,7 +148,7 @@ func TestSessionCtrlC(t *testing.T) {
 }
 
 // TestSessionFlood: a command that floods output while nobody polls keeps the
-// server's memory flat; the next answer says how much was dropped.
+// server's memory flat; the final answer says how much was dropped.
 func TestSessionFlood(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
@@ -166,10 +166,17 @@ func TestSessionFlood(t *testing.T) {
 		t.Fatal("no VmRSS")
 		return 0
 	}
-	o := s.startSession(map[string]any{"command": []string{"yes", "flood"}, "timeoutMs": 60000})
-	time.Sleep(time.Second)
+	// A flood of a known size, that ends: its first answer (full at once)
+	// shows the flood under way; the session listed as ended shows that the
+	// server has read all of it. Unread, 46 MB of it would be in the server's
+	// memory; dropped, none is.
+	const flood = 48_000_000
+	o := s.startSession(map[string]any{"command": bash(fmt.Sprintf("yes flood | head -c %d", flood)), "timeoutMs": 120000, "yieldMs": 30000})
+	if !o.Running || o.Stdout == "" {
+		t.Fatalf("the flood's first answer: running %v, %d bytes of stdout", o.Running, len(o.Stdout))
+	}
 	before := rss()
-	time.Sleep(3 * time.Second)
+	s.awaitListed(o.SessionID, "ended")
 	after := rss()
 	if after > before+16 {
 		t.Errorf("server RSS grew from %d MB to %d MB while the flood went unread", before, after)
@@ -178,8 +185,15 @@ func TestSessionFlood(t *testing.T) {
 	if p.StdoutDropped == 0 || !p.StdoutTruncated || !strings.Contains(p.Stdout, "bytes of stdout dropped here") || len(p.Stdout) > 256<<10+200 {
 		t.Errorf("poll after the flood: dropped %d, %d bytes: %.120q", p.StdoutDropped, len(p.Stdout), p.Stdout)
 	}
+	// What it says was dropped is what the answers lack of the flood.
+	_, kept, _ := strings.Cut(p.Stdout, "]\n") // after the note of the drop
+	if i := strings.LastIndex(kept, "\n[autobox: stdout truncated: "); i >= 0 {
+		kept = kept[:i]
+	}
+	if got := int64(len(o.Stdout)+len(kept)) + p.StdoutDropped; got != flood {
+		t.Errorf("answered %d bytes and said %d were dropped: %d in all, of a flood of %d", len(o.Stdout)+len(kept), p.StdoutDropped, got, flood)
+	}
 	t.Logf("server RSS %d MB, then %d MB; %d bytes dropped", before, after, p.StdoutDropped)
-	s.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 }
 
 // TestSessionLimit: the 17th open session is refused with an error naming the
@@ -252,11 +266,7 @@ func TestSessionIDsAndErrors(t *testing.T) {
 	}
 	a.sess(map[string]any{"sessionId": o.SessionID, "action": "close"})
 	o = a.startSession(map[string]any{"command": bash("sleep 0.3"), "timeoutMs": 60000})
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if l, _ := a.sess(map[string]any{"action": "list"}); len(l.Sessions) == 1 && l.Sessions[0].State == "ended" {
-			break
-		}
-	}
+	a.awaitListed(o.SessionID, "ended")
 	if w, isErr := a.sess(map[string]any{"sessionId": o.SessionID, "action": "write", "input": "x\n"}); !isErr || !strings.Contains(w.Error, "has ended") {
 		t.Errorf("write to an ended session: %+v", w)
 	}

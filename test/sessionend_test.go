@@ -6,8 +6,6 @@
 package test
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -94,51 +92,26 @@ func TestCLISessionEndsAtOnce(t *testing.T) {
 }
 
 // TestSessionEndsWithClient: a session's tree is gone when the client
-// disconnects, and when the server is killed outright (checked with ps).
+// disconnects, and when the server is killed outright.
 func TestSessionEndsWithClient(t *testing.T) {
 	requireSandbox(t)
-	psHas := func(t *testing.T, marker string) bool {
-		out, err := exec.Command("ps", "-eo", "args").Output()
-		if err != nil {
-			t.Fatalf("ps: %v", err)
-		}
-		return strings.Contains(string(out), marker)
-	}
-	// yieldMs 0 answers before the command may have run: wait for it.
-	waitRunning := func(t *testing.T, marker string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !psHas(t, marker); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the session's command is not running (positive control)")
-			}
-		}
-	}
-	waitNone := func(t *testing.T, what, marker string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); psHas(t, marker); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s: a process of the session is still running (ps shows %q)", what, marker)
-				return
-			}
-		}
-	}
 	t.Run("disconnect", func(t *testing.T) {
 		s := start(t)
-		marker := fmt.Sprintf("sleep 700.%d", os.Getpid())
+		marker := "sleep " + uniqueSeconds(700)
 		s.startSession(map[string]any{"command": bash(marker + " & " + marker), "timeoutMs": 120000})
 		s.startSession(map[string]any{"command": []string{"sh", "-i"}, "tty": true, "timeoutMs": 120000})
-		waitRunning(t, marker)
+		waitProcs(t, marker, true) // yieldMs 0 answers before the command may have run
 		s.cs.Close()
-		waitNone(t, "client gone", marker)
+		waitProcs(t, marker, false) // the client is gone
 	})
 	for _, m := range serverModes(t) {
 		t.Run("SIGKILL/"+m.name, func(t *testing.T) {
 			s := startEnv(t, m.env)
-			marker := fmt.Sprintf("sleep 701.%d", os.Getpid())
+			marker := "sleep " + uniqueSeconds(701)
 			s.startSession(map[string]any{"command": bash("setsid " + marker + " & " + marker), "timeoutMs": 120000})
-			waitRunning(t, marker)
+			waitProcs(t, marker, true)
 			s.cmd.Process.Kill()
-			waitNone(t, "server killed", marker)
+			waitProcs(t, marker, false) // the server is killed
 			// Its scratch dirs and cgroups are for the next autobox process to sweep.
 			next := exec.Command(bin, "doctor")
 			next.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + s.tmp, "AUTOBOX_STATE_DIR=" + t.TempDir()}
@@ -182,22 +155,9 @@ func TestSessionIdle(t *testing.T) {
 	s := start(t, "serve", "--session-idle", "1s")
 	secs := uniqueSeconds(600)
 	o := s.startSession(map[string]any{"command": []string{"sleep", secs}, "timeoutMs": 60000})
-	// list does not count as use: wait (however long a loaded machine takes)
-	// until the session is gone from it, then a poll names why.
-	for i := 0; ; i++ {
-		l, _ := s.sess(map[string]any{"action": "list"})
-		listed := false
-		for _, e := range l.Sessions {
-			listed = listed || e.SessionID == o.SessionID
-		}
-		if !listed {
-			break
-		}
-		if i == 600 {
-			t.Fatalf("the session is still listed a minute after its idle limit of 1s: %+v", l.Sessions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// list does not count as use: wait until the session is gone from it,
+	// then a poll names why.
+	s.awaitListed(o.SessionID, "")
 	p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"})
 	if !isErr || !strings.Contains(p.Error, "unknown or ended session") || !strings.Contains(p.Error, "idle limit") {
 		t.Errorf("poll after the idle limit: %+v", p)

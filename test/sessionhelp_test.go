@@ -89,6 +89,28 @@ func (s *session) finish(id string) (string, sessOut) {
 	}
 }
 
+// awaitListed waits until exec_session list shows session id in state
+// ("running" or "ended"; "" for not listed), however long a loaded machine
+// takes (list is no call about a session: it does not keep it from idling).
+func (s *session) awaitListed(id, state string) {
+	s.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		l, _ := s.sess(map[string]any{"action": "list"})
+		got := ""
+		for _, e := range l.Sessions {
+			if e.SessionID == id {
+				got = e.State
+			}
+		}
+		if got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("session %s is %q in the list, not %q, after 2 minutes: %+v", id, got, state, l.Sessions)
+		}
+	}
+}
+
 // execAsSession is exec with the command run as a session (see viaSessions):
 // started with yieldMs 0, then polled until its final answer.
 func (s *session) execAsSession(args map[string]any) (execOut, bool) {
