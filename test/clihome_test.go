@@ -106,22 +106,32 @@ func (h *cliHome) startSession(args ...string) string {
 }
 
 // noLeftovers fails the test if a process running the autobox binary (a worker, a
-// launcher) is still alive a few seconds after a command-line run ended.
+// launcher) is still alive once a command-line run has ended.
 func noLeftovers(t *testing.T) {
 	t.Helper()
-	// A session server left by an earlier test lingers 5 s after its last
-	// session (cli's sessionLinger) before it exits: past that, and a margin.
-	deadline := time.Now().Add(12 * time.Second)
-	for {
-		left := procsOf(bin)
-		if len(left) == 0 {
-			return
+	if left := binLeft(); len(left) > 0 {
+		t.Errorf("processes of the autobox binary outlived the command: %v", left)
+	}
+}
+
+// waitSessionServerGone waits for a command line's session server to end by
+// itself after its last session.
+func waitSessionServerGone(t *testing.T) {
+	t.Helper()
+	if left := binLeft(); len(left) > 0 {
+		t.Fatalf("the session server did not end: %v", left)
+	}
+}
+
+// binLeft waits until no process runs the autobox binary, and lists those
+// still running if some do after 30 s. A session server, this test's or an
+// earlier one's, ends by itself 5 s after its last session (cli's
+// sessionLinger); the rest is for a loaded machine.
+func binLeft() []string {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if left := procsOf(bin); len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the autobox binary outlived the command: %v", left)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

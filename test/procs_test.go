@@ -68,3 +68,42 @@ func procsOf(exe string) []string {
 	}
 	return out
 }
+
+// workerBusy waits (up to a minute) for a JS worker of the server pid to spend
+// CPU time as a busy loop does, and gives its pid.
+func workerBusy(t *testing.T, server int) int {
+	t.Helper()
+	first := map[int]int64{}
+	for i := 0; i < 600; i++ {
+		for _, pid := range descendants(server) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil || !strings.Contains(string(b), "worker\x00js\x00") {
+				continue
+			}
+			cpu := procCPUTicks(pid)
+			if c0, ok := first[pid]; !ok {
+				first[pid] = cpu
+			} else if cpu-c0 >= 20 { // 0.2 s of CPU since first seen: the loop
+				return pid
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("no JS worker ran the busy loop within a minute")
+	return 0
+}
+
+// procCPUTicks is a process's user and system time in clock ticks (0 if gone).
+func procCPUTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSessionServerNotFromSandbox (issue 20, item 2): the command line's
@@ -30,11 +29,8 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 	id := h.startSession("--yield", "0", "--timeout", "1m", "--", "sleep", "60")
 	t.Cleanup(func() {
 		h.run("", "session", "close", id)
-		for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("the session server did not end: %v", procsOf(bin))
-				return
-			}
+		if left := binLeft(); len(left) > 0 {
+			t.Errorf("the session server did not end: %v", left)
 		}
 	})
 	h.want(h.run("", "session", "list"), 0, id+"  running", "")
