@@ -299,7 +299,7 @@ func TestSessionReachableFromAnotherCall(t *testing.T) {
 	s.until(o.SessionID, "Serving HTTP", o.Stdout+o.Stderr)
 	url := "http://127.0.0.1:" + port + "/"
 	var got execOut
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) { // until it answers
 		if got, _ = s.exec(map[string]any{"command": []string{"curl", "-sS", url}, "allowNetwork": true, "timeoutMs": 5000}); got.Stdout != "" {
 			break
 		}
