@@ -4,127 +4,17 @@ package test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// cliHome is a private HOME, state dir and data dir for command-line runs.
-type cliHome struct {
-	t     *testing.T
-	dir   string
-	state string
-	env   []string
-	// sessions: runs may leave the session server running (see TestCLISession).
-	sessions bool
-}
-
-func newCLIHome(t *testing.T) *cliHome {
-	t.Helper()
-	home := t.TempDir()
-	h := &cliHome{t: t, dir: home, state: filepath.Join(home, "state")}
-	h.env = []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + home,
-		"AUTOBOX_STATE_DIR=" + h.state,
-		"XDG_DATA_HOME=" + filepath.Join(home, "data"),
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-	}
-	return h
-}
-
-// cliRun is what one run of the binary printed and how it exited.
-type cliRun struct {
-	args           []string
-	stdout, stderr string
-	code           int
-}
-
-func (r cliRun) String() string {
-	return fmt.Sprintf("autobox %s: exit %d\nstdout: %q\nstderr: %q", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
-}
-
-// run runs the binary with stdin and waits for it; no process it started may outlive it.
-func (h *cliHome) run(stdin string, args ...string) cliRun {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hung run fails (exit -1), not hangs
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = h.env
-	cmd.Dir = h.dir
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := cliRun{args: args, stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		h.t.Fatalf("autobox %s: %v", strings.Join(args, " "), err)
-	}
-	if h.sessions {
-		return r
-	}
-	noLeftovers(h.t)
-	if cmd.Process != nil {
-		checkNothingLeft(h.t, cmd.Process.Pid)
-	}
-	return r
-}
-
-// want checks the exit status and that stdout and stderr contain the given texts.
-func (h *cliHome) want(r cliRun, code int, stdout, stderr string) {
-	h.t.Helper()
-	if r.code != code || !strings.Contains(r.stdout, stdout) || !strings.Contains(r.stderr, stderr) {
-		h.t.Errorf("want exit %d, stdout with %q, stderr with %q; got %s", code, stdout, stderr, r)
-	}
-}
-
-// noLeftovers fails the test if a process running the autobox binary (a worker, a
-// launcher) is still alive a few seconds after a command-line run ended.
-func noLeftovers(t *testing.T) {
-	t.Helper()
-	// A session server left by an earlier test lingers 5 s after its last
-	// session (cli's sessionLinger) before it exits: past that, and a margin.
-	deadline := time.Now().Add(12 * time.Second)
-	for {
-		left := procsOf(bin)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes of the autobox binary outlived the command: %v", left)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func procsOf(exe string) []string {
-	var out []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		if err != nil || !bytes.HasPrefix(b, []byte(exe+"\x00")) || !alive(pid) {
-			continue
-		}
-		out = append(out, filepath.Base(d)+": "+strings.ReplaceAll(string(b), "\x00", " "))
-	}
-	return out
-}
 
 func TestCLIHelp(t *testing.T) {
 	h := newCLIHome(t)
@@ -458,29 +348,6 @@ func TestCLIBatchProgress(t *testing.T) {
 		t.Errorf("stdout: %q", stdout.String())
 	}
 	noLeftovers(t)
-}
-
-// openPTY opens a pseudo-terminal pair.
-func openPTY() (master, slave *os.File, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	return m, s, nil
 }
 
 func TestCLIDoctor(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -63,11 +62,7 @@ func TestCLICloseThenCreate(t *testing.T) {
 		if err := os.Mkdir(proj, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r := h.run("", "exec", "--yield", "0", "--timeout", "1m", "--mount", proj+":/mnt/proj:rw", "--", "sleep", "60")
-		id := strings.TrimSpace(r.stdout)
-		if r.code != 0 || !strings.HasPrefix(id, "s-") {
-			t.Fatalf("exec --yield: %s", r)
-		}
+		id := h.startSession("--yield", "0", "--timeout", "1m", "--mount", proj+":/mnt/proj:rw", "--", "sleep", "60")
 		h.run("", "session", "close", id)
 		h.want(h.run("", "ws", "create", "--copy-mode", "auto", "--storage", filepath.Join(proj, "ws"), src, "/mnt/src"), 0, "", "")
 	}

@@ -6,6 +6,8 @@ package test
 // installs and its `serve` subcommand, the examples marked to run in the README and
 // docs/ run against the built binary and exit as they say, and every link between the
 // README, docs/ and SECURITY.md resolves, anchors included.
+// This file reads the docs and runs the examples; the snippets are
+// docsnippets_test.go, the links docslinks_test.go.
 //
 // Markers, in HTML comments (invisible on GitHub) on the line before a fence:
 //
@@ -15,7 +17,6 @@ package test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -27,15 +28,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
 )
 
 // repoRoot is where the docs are: the test runs in test/.
 const repoRoot = ".."
-
-// readmeHome is the home directory the README's snippets are written for ("replace
-// /home/you with your home"): the installed path is what `make install` makes with it.
-const readmeHome = "/home/you"
 
 // docBlock is one fenced code block of a Markdown file.
 type docBlock struct {
@@ -98,192 +94,6 @@ func blocksOf(rel, text string) []docBlock {
 		out = append(out, b)
 	}
 	return out
-}
-
-// installedPath is where the Makefile's install target puts the binary for a user
-// whose home is home, read from `make -n install` (make prints the recipe, runs nothing).
-func installedPath(t *testing.T, home string) string {
-	t.Helper()
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed: the installed path is the Makefile's install target's")
-	}
-	cmd := exec.Command("make", "-n", "install")
-	cmd.Dir = repoRoot
-	// Nothing of this environment's own: no PREFIX, DESTDIR or MAKEFLAGS of a make
-	// that runs this test.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n install: %v\n%s", err, out)
-	}
-	m := regexp.MustCompile(`(?m)^install -m 0?755 \S+ "([^"]+)"$`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("make -n install: no `install -m 0755 BIN \"DEST\"` line in:\n%s", out)
-	}
-	return string(m[1])
-}
-
-// snippetArgv reads the command a client's config snippet starts.
-func snippetArgv(b docBlock, client string) ([]string, error) {
-	type stdio struct {
-		Type    string   `json:"type"`
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
-	decode := func(v any) error {
-		if b.info != "json" {
-			return fmt.Errorf("want a json block, got %q", b.info)
-		}
-		return json.Unmarshal([]byte(b.body), v)
-	}
-	switch client {
-	case "claude-desktop", "cursor":
-		var c struct {
-			Servers map[string]stdio `json:"mcpServers"`
-		}
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		s, ok := c.Servers["autobox"]
-		if !ok {
-			return nil, errors.New(`no "mcpServers"."autobox"`)
-		}
-		return append([]string{s.Command}, s.Args...), nil
-	case "vscode":
-		var c struct {
-			Servers map[string]stdio `json:"servers"`
-		}
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		s, ok := c.Servers["autobox"]
-		if !ok || s.Type != "stdio" {
-			return nil, fmt.Errorf(`no "servers"."autobox" of type "stdio" (%+v)`, s)
-		}
-		return append([]string{s.Command}, s.Args...), nil
-	case "opencode":
-		var c struct {
-			MCP map[string]struct {
-				Type    string   `json:"type"`
-				Command []string `json:"command"`
-				Enabled bool     `json:"enabled"`
-			} `json:"mcp"`
-		}
-		if err := decode(&c); err != nil {
-			return nil, err
-		}
-		s, ok := c.MCP["autobox"]
-		if !ok || s.Type != "local" || !s.Enabled {
-			return nil, fmt.Errorf(`no enabled "mcp"."autobox" of type "local" (%+v)`, s)
-		}
-		return s.Command, nil
-	case "codex":
-		if b.info != "toml" {
-			return nil, fmt.Errorf("want a toml block, got %q", b.info)
-		}
-		kv, err := tomlTable(b.body, "mcp_servers.autobox")
-		if err != nil {
-			return nil, err
-		}
-		var command string
-		var args []string
-		if err := json.Unmarshal([]byte(kv["command"]), &command); err != nil {
-			return nil, fmt.Errorf("command: %w", err)
-		}
-		if a, ok := kv["args"]; ok {
-			if err := json.Unmarshal([]byte(a), &args); err != nil {
-				return nil, fmt.Errorf("args: %w", err)
-			}
-		}
-		return append([]string{command}, args...), nil
-	case "claude-code":
-		if b.info != "sh" {
-			return nil, fmt.Errorf("want an sh block, got %q", b.info)
-		}
-		f := strings.Fields(strings.TrimSpace(b.body))
-		i := slices.Index(f, "--")
-		if len(f) < 4 || !slices.Equal(f[:3], []string{"claude", "mcp", "add"}) || i < 0 || !slices.Contains(f[3:i], "autobox") {
-			return nil, fmt.Errorf("not `claude mcp add … autobox -- COMMAND ARGS`: %q", b.body)
-		}
-		return f[i+1:], nil
-	}
-	return nil, fmt.Errorf("unknown client %q", client)
-}
-
-// tomlTable reads the keys of one table of a TOML text, as far as the snippets need:
-// `[table]` headers, comments, and `key = value` lines whose value is a basic string
-// or an array of them on one line (the same text in JSON, which the caller decodes).
-func tomlTable(text, table string) (map[string]string, error) {
-	kv := map[string]string{}
-	var in, seen bool
-	for n, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "["):
-			in = line == "["+table+"]"
-			seen = seen || in
-		default:
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				return nil, fmt.Errorf("line %d: %q is not key = value", n+1, line)
-			}
-			if !json.Valid([]byte(strings.TrimSpace(v))) {
-				return nil, fmt.Errorf("line %d: value %s is not a string or array of strings this reader takes", n+1, v)
-			}
-			if in {
-				kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
-			}
-		}
-	}
-	if !seen {
-		return nil, fmt.Errorf("no [%s] table", table)
-	}
-	return kv, nil
-}
-
-// TestReadmeClientSnippets: each client's snippet in the README parses as its client
-// reads it and starts the binary `make install` installs, with `serve`; and the
-// binary takes `serve` (it serves until its input ends, then exits 0).
-func TestReadmeClientSnippets(t *testing.T) {
-	want := []string{installedPath(t, readmeHome), "serve"}
-	readme := readDoc(t, "README.md")
-	if !strings.Contains(readme, "installed "+want[0]) {
-		t.Errorf("the README does not quote make install's line %q", "installed "+want[0])
-	}
-	found := map[string]bool{}
-	for _, b := range blocksOf("README.md", readme) {
-		client, ok := strings.CutPrefix(b.marker, "client: ")
-		if !ok {
-			continue
-		}
-		if found[client] {
-			t.Errorf("%s: a second snippet for %s", b, client)
-		}
-		found[client] = true
-		argv, err := snippetArgv(b, client)
-		if err != nil {
-			t.Errorf("%s (%s): %v", b, client, err)
-			continue
-		}
-		if !slices.Equal(argv, want) {
-			t.Errorf("%s (%s): starts %q, want %q (make install's path, then serve)", b, client, argv, want)
-		}
-	}
-	for _, c := range []string{"claude-code", "claude-desktop", "cursor", "codex", "opencode", "vscode"} {
-		if !found[c] {
-			t.Errorf("the README has no snippet marked <!-- client: %s -->", c)
-		}
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve")
-	cmd.Env = newCLIHome(t).env
-	out, err := cmd.CombinedOutput() // stdin: /dev/null, the end of input at once
-	if err != nil {
-		t.Errorf("autobox serve with no input: %v\n%s", err, out)
-	}
 }
 
 var doctestRE = regexp.MustCompile(`^doctest: exit (\d+)(?: stdout ("(?:[^"\\]|\\.)*"))?$`)
@@ -378,143 +188,4 @@ func runDoctest(t *testing.T, b docBlock, env []string, dir string, code int, st
 		t.Errorf("%s says exit %d, stdout with %q; it exited %d\n%s\nstdout: %q\nstderr: %q", b, code, stdout, got, b.body, out.String(), errOut.String())
 	}
 	noLeftovers(t)
-}
-
-var (
-	linkRE    = regexp.MustCompile(`\[([^\]]*)\]\(([^)\s]+)\)`)
-	headingRE = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
-)
-
-// proseOf is a Markdown text without its fenced blocks and code spans (blank lines and
-// spaces in their place), where links and headings are.
-func proseOf(text string) string {
-	var b strings.Builder
-	fence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fence = !fence
-			b.WriteString("\n")
-			continue
-		}
-		if fence {
-			b.WriteString("\n")
-			continue
-		}
-		b.WriteString(stripCodeSpans(line) + "\n")
-	}
-	return b.String()
-}
-
-// stripCodeSpans blanks `code` spans of a line (runs of backticks of the same length).
-func stripCodeSpans(line string) string {
-	out := []byte(line)
-	for i := 0; i < len(line); {
-		if line[i] != '`' {
-			i++
-			continue
-		}
-		n := 0
-		for i+n < len(line) && line[i+n] == '`' {
-			n++
-		}
-		tick := strings.Repeat("`", n)
-		end := strings.Index(line[i+n:], tick)
-		if end < 0 {
-			i += n
-			continue
-		}
-		for k := i; k < i+n+end+n; k++ {
-			out[k] = ' '
-		}
-		i += n + end + n
-	}
-	return string(out)
-}
-
-// anchorsOf is the set of heading anchors GitHub makes for a Markdown text: lower
-// case, letters, digits, spaces, hyphens and underscores kept, spaces made hyphens, a
-// repeated anchor numbered (-1, -2, ...).
-func anchorsOf(text string) map[string]bool {
-	out := map[string]bool{}
-	fence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fence = !fence
-		}
-		m := headingRE.FindStringSubmatch(line)
-		if fence || m == nil {
-			continue
-		}
-		var slug strings.Builder
-		for _, r := range strings.ToLower(m[2]) {
-			switch {
-			case r == ' ':
-				slug.WriteRune('-')
-			case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
-				slug.WriteRune(r)
-			}
-		}
-		a := slug.String()
-		for n := 1; out[a]; n++ {
-			a = fmt.Sprintf("%s-%d", slug.String(), n)
-		}
-		out[a] = true
-	}
-	return out
-}
-
-// TestDocsLinks: every relative link in the README, docs/ and SECURITY.md names a file
-// that exists, and its #anchor a heading of that file; and the README links every page
-// of docs/ (its table of contents).
-func TestDocsLinks(t *testing.T) {
-	files := docFiles(t)
-	texts := map[string]string{}
-	for _, rel := range files {
-		texts[rel] = readDoc(t, rel)
-	}
-	links := 0
-	linked := map[string]bool{}
-	for _, rel := range files {
-		for _, m := range linkRE.FindAllStringSubmatch(proseOf(texts[rel]), -1) {
-			target := m[2]
-			if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") || strings.HasPrefix(target, "mailto:") {
-				continue
-			}
-			links++
-			path, anchor, _ := strings.Cut(target, "#")
-			dest := rel
-			if path != "" {
-				dest = filepath.Clean(filepath.Join(filepath.Dir(rel), path))
-				if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
-					t.Errorf("%s: link [%s](%s): %s does not exist", rel, m[1], target, dest)
-					continue
-				}
-			}
-			if rel == "README.md" {
-				linked[dest] = true
-			}
-			if anchor == "" {
-				continue
-			}
-			text, ok := texts[dest]
-			if !ok {
-				t.Errorf("%s: link [%s](%s): an anchor into %s, which is not a doc this test reads", rel, m[1], target, dest)
-				continue
-			}
-			if !anchorsOf(text)[anchor] {
-				t.Errorf("%s: link [%s](%s): %s has no heading whose anchor is #%s", rel, m[1], target, dest, anchor)
-			}
-		}
-	}
-	if links < 50 {
-		t.Errorf("found %d relative links in %d files; the link reader is broken", links, len(files))
-	}
-	for _, rel := range files {
-		if strings.HasPrefix(rel, "docs"+string(filepath.Separator)) && !linked[rel] {
-			t.Errorf("the README does not link %s (its table of contents lists every page of docs/)", rel)
-		}
-	}
-	if !linked["LICENSE"] || !linked["SECURITY.md"] {
-		t.Errorf("the README links LICENSE: %v, SECURITY.md: %v; want both", linked["LICENSE"], linked["SECURITY.md"])
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestExecEnv: a call's env reaches the command (one-shot, session, tty),
@@ -142,16 +141,5 @@ func chmodX(t *testing.T, path string) {
 	t.Helper()
 	if err := os.Chmod(path, 0o755); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitSessionServerGone waits for a command line's session server to end by
-// itself after its last session.
-func waitSessionServerGone(t *testing.T) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the session server did not end: %v", procsOf(bin))
-		}
 	}
 }

@@ -153,25 +153,40 @@ func TestEscapeOOM(t *testing.T) {
 func TestLauncherOOMScore(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	done := make(chan execOut)
+	// The command runs until the test has read the scores (the gate).
+	gate := t.TempDir()
+	done := make(chan execOut, 1)
 	go func() {
-		o, _ := s.exec(map[string]any{"command": []string{"sleep", "2"}})
+		o, _ := s.exec(map[string]any{"command": bash("until [ -e /mnt/gate/open ]; do sleep 0.01; done"), "timeoutMs": 600000,
+			"mounts": []map[string]any{{"hostPath": gate, "sandboxPath": "/mnt/gate", "mode": "ro"}}})
 		done <- o
 	}()
 	var launcher, command int
-	for deadline := time.Now().Add(10 * time.Second); command == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for command == 0 {
+		select {
+		case o := <-done:
+			t.Fatalf("the command ended before it was seen running: %+v", o)
+		case <-time.After(20 * time.Millisecond):
+		}
+		// The shell, not a fork of it about to run sleep: the one whose
+		// parent is no such shell (the gate's path in it may be rewritten to
+		// the host's).
+		parents := map[int]int{}
 		for _, p := range descendants(s.cmd.Process.Pid) {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-			if string(cmdline) == "sleep\x002\x00" {
-				command = p
+			if strings.HasPrefix(string(cmdline), "/bin/bash\x00") && strings.Contains(string(cmdline), "until [ -e ") {
 				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-				f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
-				launcher, _ = strconv.Atoi(f[1])
+				if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 {
+					f := strings.Fields(string(stat[i+2:]))
+					parents[p], _ = strconv.Atoi(f[1])
+				}
 			}
 		}
-	}
-	if command == 0 {
-		t.Fatal("the command did not start")
+		for p, pp := range parents {
+			if _, fork := parents[pp]; !fork {
+				command, launcher = p, pp
+			}
+		}
 	}
 	score := func(pid int) string {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid))
@@ -181,10 +196,18 @@ func TestLauncherOOMScore(t *testing.T) {
 	if hasCap(unix.CAP_SYS_RESOURCE) {
 		want = "-1000"
 	}
+	// The launcher lowers its own score once the command runs (jail's
+	// oomScore.settle), a moment after the command is seen: wait for it.
+	for deadline := time.Now().Add(time.Minute); score(launcher) != want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if l, c := score(launcher), score(command); l != want || c != "1000" {
 		t.Errorf("OOM score adjustment: launcher %q, command %q; want %q and 1000", l, c, want)
 	}
-	<-done
+	writeFile(t, filepath.Join(gate, "open"), "")
+	if o := <-done; o.code() != 0 {
+		t.Errorf("the command, its gate open: %+v", o)
+	}
 }
 
 // hasCap reports whether this process holds capability c.

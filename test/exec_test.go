@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,76 +12,6 @@ import (
 	"github.com/autobox-dev/autobox/internal/testnet"
 	"github.com/autobox-dev/autobox/jail"
 )
-
-type execOut struct {
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	ExitCode        *int   `json:"exitCode"`
-	Killed          bool   `json:"killed"`
-	DurationMs      float64
-	StdoutTruncated bool   `json:"stdoutTruncated"`
-	StderrTruncated bool   `json:"stderrTruncated"`
-	MountPaths      string `json:"mountPaths"`
-}
-
-func (o execOut) code() int {
-	if o.ExitCode == nil {
-		return -1000
-	}
-	return *o.ExitCode
-}
-
-func (s *session) exec(args map[string]any) (execOut, bool) {
-	s.t.Helper()
-	if s.viaSessions {
-		return s.execAsSession(args)
-	}
-	var o execOut
-	isErr := s.call("exec_command", args, &o)
-	return o, isErr
-}
-
-// toolsMount mounts the probe helper read-only at /mnt/tools.
-func toolsMount() map[string]any {
-	return map[string]any{"hostPath": toolsDir, "sandboxPath": "/mnt/tools", "mode": "ro"}
-}
-
-// probe runs the probe helper with extra mounts and returns its output and result.
-func (s *session) probe(mounts []map[string]any, extra map[string]any, args ...string) execOut {
-	s.t.Helper()
-	a := map[string]any{"command": append([]string{"/mnt/tools/probe"}, args...), "mounts": append([]map[string]any{toolsMount()}, mounts...)}
-	for k, v := range extra {
-		a[k] = v
-	}
-	o, _ := s.exec(a)
-	return o
-}
-
-// wantAllowed / wantDenied check a probe's verdict.
-func wantAllowed(t *testing.T, what string, o execOut) {
-	t.Helper()
-	if o.code() != 0 || !strings.HasPrefix(o.Stdout, "ok") {
-		t.Errorf("%s: want allowed, got exit %d stdout %q stderr %q", what, o.code(), o.Stdout, o.Stderr)
-	}
-}
-
-func wantDenied(t *testing.T, what string, o execOut) {
-	t.Helper()
-	if o.code() != 1 || !strings.HasPrefix(o.Stdout, "denied:") {
-		t.Errorf("%s: want denied, got exit %d stdout %q stderr %q", what, o.code(), o.Stdout, o.Stderr)
-	}
-}
-
-func bash(script string) []string {
-	return []string{"/bin/bash", "--noprofile", "--norc", "-c", script}
-}
-
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if err := jail.Probe().Check(nil); err != nil && jail.Probe().LandlockABI < jail.MinLandlockABI {
-		t.Skipf("this kernel cannot sandbox commands: %v", jail.Probe())
-	}
-}
 
 func TestExecBasics(t *testing.T) {
 	requireSandbox(t)
@@ -155,8 +84,9 @@ func TestExecEnvironment(t *testing.T) {
 	if scratch == "" {
 		t.Fatalf("no scratch path: %+v", o)
 	}
-	// It is removed just after the call answers.
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// It is removed just after the call answers (a loaded machine may take a
+	// while: the wait ends when it is gone).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Lstat(scratch); os.IsNotExist(err) {
 			break
 		}
@@ -416,7 +346,7 @@ func execProcesses(t *testing.T, s *session) {
 func TestExecKillsWholeTree(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	marker := fmt.Sprintf("31.%d", os.Getpid()%1000+100)
+	marker := uniqueSeconds(31) // what findProcs finds is this test's alone
 	// setsid + double fork + ignoring SIGTERM, both on timeout and after a normal exit.
 	scripts := map[string]map[string]any{
 		"timeout": {"command": bash("trap '' TERM; setsid bash -c '(trap \"\" TERM; exec sleep " + marker + ") &' ; (sleep " + marker + " &) ; sleep " + marker), "timeoutMs": 300},
@@ -433,72 +363,6 @@ func TestExecKillsWholeTree(t *testing.T) {
 		if pids := findProcs("sleep " + marker); len(pids) > 0 {
 			t.Errorf("%s: %d processes of the call survived it: %v", name, len(pids), pids)
 		}
-	}
-}
-
-// waitProcs waits, at most 30s, until a process whose command line holds s
-// runs (want) or none does.
-func waitProcs(t *testing.T, s string, want bool) {
-	t.Helper()
-	for i := 0; (len(findProcs(s)) > 0) != want; i++ {
-		if i == 3000 {
-			t.Fatalf("no process with %q running: %v, after 30s", s, !want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// uniqueSeconds is a sleep's argument of whole seconds and a fraction no other
-// run of the suite on this machine uses: what findProcs looks for is then this
-// test's process alone, not one of a run beside it.
-func uniqueSeconds(whole int) string {
-	return fmt.Sprintf("%d.%09d", whole, rand.Int64N(1e9))
-}
-
-// findProcs lists live processes whose command line contains s.
-func findProcs(s string) []int {
-	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
-		}
-		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
-			var pid int
-			fmt.Sscan(filepath.Base(d), &pid)
-			if alive(pid) {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
-func TestExecLimits(t *testing.T) {
-	requireSandbox(t)
-	s := start(t)
-	// Memory: a hog is killed by the RSS watchdog; the same program within budget runs.
-	o := s.probe(nil, map[string]any{"memoryMb": 64, "timeoutMs": 10000}, "hog", "200")
-	if !o.Killed || !strings.HasPrefix(o.Stderr, "memory limit exceeded") || !strings.Contains(o.Stderr, "RSS watchdog") {
-		t.Errorf("memory hog: %+v", o)
-	}
-	o = s.probe(nil, map[string]any{"memoryMb": 128, "timeoutMs": 10000, "command": []string{"/mnt/tools/probe", "hog", "20"}}, "hog", "20")
-	if o.Killed || !strings.Contains(o.Stdout, "ok allocated 20 MB") {
-		t.Errorf("within budget: %+v", o)
-	}
-	// Output floods are truncated at 256 KB / 64 KB and say so.
-	o, _ = s.exec(map[string]any{"command": bash("head -c 5000000 /dev/zero | tr '\\0' x; head -c 1000000 /dev/zero | tr '\\0' y >&2")})
-	if !o.StdoutTruncated || !o.StderrTruncated || !strings.Contains(o.Stdout, "stdout truncated at 262144 bytes") || len(o.Stdout) > 262144+100 || len(o.Stderr) > 65536+100 {
-		t.Errorf("flood: stdout %d bytes (truncated %v), stderr %d bytes (truncated %v)", len(o.Stdout), o.StdoutTruncated, len(o.Stderr), o.StderrTruncated)
-	}
-	if o.code() != 0 {
-		t.Errorf("flood exit code %d", o.code())
-	}
-	// Timeout.
-	o, isErr := s.exec(map[string]any{"command": []string{"sleep", "10"}, "timeoutMs": 200})
-	if !isErr || !o.Killed || o.code() == 0 {
-		t.Errorf("timeout: isError=%v %+v", isErr, o)
 	}
 }
 
@@ -528,65 +392,5 @@ func TestExecArgumentValidation(t *testing.T) {
 	}
 	if o, _ := s.exec(map[string]any{"command": []string{"true"}}); o.code() != 0 {
 		t.Errorf("session broken after bad input: %+v", o)
-	}
-}
-
-// TestExecMemoryCgroup: where the host lets autobox make cgroups (root on this CI), each
-// command tree runs in a memory cgroup of its own with a hard kernel limit of memoryMb
-// (plus the launcher's slack), removed after the call. Idle launchers get the limit of
-// the last call ahead of time; a call with another limit still gets its own.
-func TestExecMemoryCgroup(t *testing.T) {
-	requireSandbox(t)
-	if os.Geteuid() != 0 {
-		t.Skip("creating memory cgroups needs root or a delegated cgroup v2 subtree")
-	}
-	s := start(t)
-	for i, mb := range []int{100, 100, 100, 64, 100} {
-		dir := t.TempDir()
-		done := make(chan execOut, 1)
-		go func() {
-			o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg; sleep 1"), "memoryMb": mb, "timeoutMs": 10000,
-				"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}})
-			done <- o
-		}()
-		var line string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && line == ""; time.Sleep(20 * time.Millisecond) {
-			b, _ := os.ReadFile(filepath.Join(dir, "cg"))
-			line = strings.TrimSpace(string(b))
-		}
-		for _, l := range strings.Split(line, "\n") {
-			if strings.Contains(l, "/autobox-") {
-				line = l
-			}
-		}
-		if !strings.Contains(line, "/autobox-") {
-			<-done
-			t.Skipf("the command is not in an autobox cgroup (%q): this host offers none to autobox", line)
-		}
-		parts := strings.SplitN(line, ":", 3)
-		base := "/sys/fs/cgroup/memory"
-		limitFile := "memory.limit_in_bytes"
-		if parts[0] == "0" {
-			base, limitFile = "/sys/fs/cgroup", "memory.max"
-		}
-		cg := filepath.Join(base, parts[2])
-		b, err := os.ReadFile(filepath.Join(cg, limitFile))
-		if err != nil {
-			t.Fatalf("call %d: reading the limit of %s: %v", i, cg, err)
-		}
-		if got, want := strings.TrimSpace(string(b)), fmt.Sprint(mb<<20+32<<20); got != want {
-			t.Errorf("call %d (memoryMb %d): cgroup limit %s, want %s", i, mb, got, want)
-		}
-		if o := <-done; o.code() != 0 {
-			t.Errorf("call %d: command: %+v", i, o)
-		}
-		gone := false
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(50 * time.Millisecond) {
-			_, err := os.Stat(cg)
-			gone = os.IsNotExist(err)
-		}
-		if !gone {
-			t.Errorf("call %d: cgroup %s still exists after the call", i, cg)
-		}
 	}
 }

@@ -3,14 +3,12 @@ package test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -263,37 +261,15 @@ func TestJSArgumentValidation(t *testing.T) {
 func TestJSWorkerKilled(t *testing.T) {
 	s := start(t)
 	s.mustJS(map[string]any{"code": "0"})
-	time.Sleep(time.Second) // the pool is warm and idle: the only busy worker is the call's
 	done := make(chan jsOut, 1)
 	go func() {
-		o, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 8000})
+		o, _ := s.js(map[string]any{"code": "while (true) {}", "timeoutMs": 10000})
 		done <- o
 	}()
-	// Find the busy worker: the one using the CPU.
-	var victim int
-	deadline := time.Now().Add(5 * time.Second)
-	for victim == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		for _, pid := range descendants(s.cmd.Process.Pid) {
-			stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-			for _, f := range stats {
-				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), ") R ") {
-					victim = pid
-				}
-			}
-		}
-	}
-	if victim == 0 {
-		t.Fatal("no running worker found")
-	}
-	syscall.Kill(victim, syscall.SIGKILL)
-	select {
-	case o := <-done:
-		if o.OK || !strings.Contains(o.err(), "crashed") || !strings.Contains(o.err(), "killed") {
-			t.Errorf("killed worker: %+v (%q)", o, o.err())
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call did not end when its worker was killed")
+	// The busy worker: the one whose CPU time grows as a loop's does.
+	syscall.Kill(workerBusy(t, s.cmd.Process.Pid), syscall.SIGKILL)
+	if o := <-done; o.OK || !strings.Contains(o.err(), "crashed") || !strings.Contains(o.err(), "killed") {
+		t.Errorf("killed worker: %+v (%q)", o, o.err())
 	}
 	if o := s.mustJS(map[string]any{"code": "1 + 1"}); string(o.Result) != "2" {
 		t.Errorf("after a killed worker: %s", o.Result)
@@ -308,9 +284,10 @@ func TestServerKilledTakesWorkers(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
 	s.mustJS(map[string]any{"code": "0"})
-	s.exec(map[string]any{"command": []string{"true"}})                                                                                                       // launchers in the pool too
-	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_js", Arguments: map[string]any{"code": "while (true) {}", "timeoutMs": 10000}}) // ends with the server
-	time.Sleep(500 * time.Millisecond)
+	s.exec(map[string]any{"command": []string{"true"}}) // launchers in the pool too
+	// A JS loop that ends with the server, running before the server is killed.
+	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_js", Arguments: map[string]any{"code": "while (true) {}", "timeoutMs": 10000}})
+	workerBusy(t, s.cmd.Process.Pid)
 	kids := descendants(s.cmd.Process.Pid)
 	if len(kids) < 3 {
 		t.Fatalf("want workers and launchers below the server, got %v", kids)

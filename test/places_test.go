@@ -11,22 +11,6 @@ import (
 	"testing"
 )
 
-// placesOut is what these tests read of an exec_command result.
-type placesOut struct {
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   *int   `json:"exitCode"`
-	MountPaths string `json:"mountPaths"`
-	Error      string `json:"error"`
-}
-
-func (s *session) execPlaces(args map[string]any) (placesOut, bool) {
-	s.t.Helper()
-	var o placesOut
-	isErr := s.call("exec_command", args, &o)
-	return o, isErr
-}
-
 // TestMountsAtSandboxPath: where the command has a root of its own, each mount
 // is bound at its sandboxPath and the command runs with the paths as given: pwd,
 // ls of the parent, a traceback and a file the command writes name the
@@ -43,13 +27,13 @@ func TestMountsAtSandboxPath(t *testing.T) {
 		if !m.ns {
 			want, other = other, want
 		}
-		run := func(cwd string, argv ...string) placesOut {
+		run := func(cwd string, argv ...string) execOut {
 			t.Helper()
 			args := map[string]any{"command": argv, "mounts": mounts}
 			if cwd != "" {
 				args["cwd"] = cwd
 			}
-			o, isErr := s.execPlaces(args)
+			o, isErr := s.exec(args)
 			if isErr || o.ExitCode == nil || *o.ExitCode != 0 {
 				t.Fatalf("%v: isError %v, %+v", argv, isErr, o)
 			}
@@ -60,7 +44,7 @@ func TestMountsAtSandboxPath(t *testing.T) {
 		}
 		// A session's answer says it too.
 		// (no output: the first answer waits for the end)
-		if o, _ := s.execPlaces(map[string]any{"command": []string{"true"}, "mounts": mounts, "yieldMs": 30000}); o.MountPaths != want {
+		if o, _ := s.exec(map[string]any{"command": []string{"true"}, "mounts": mounts, "yieldMs": 30000}); o.MountPaths != want {
 			t.Errorf("a session's answer: mountPaths %q, want %q: %+v", o.MountPaths, want, o)
 		}
 		// Relative and absolute paths, from a cwd in the mount.
@@ -81,11 +65,11 @@ func TestMountsAtSandboxPath(t *testing.T) {
 				t.Errorf("ls /mnt: %q, want p", o.Stdout)
 			}
 			// The host path is not there at all: one name per file.
-			if o, _ := s.execPlaces(map[string]any{"command": []string{"ls", host}, "mounts": mounts}); o.ExitCode == nil || *o.ExitCode == 0 {
+			if o, _ := s.exec(map[string]any{"command": []string{"ls", host}, "mounts": mounts}); o.ExitCode == nil || *o.ExitCode == 0 {
 				t.Errorf("ls of the host path %s worked: %+v", host, o)
 			}
 			// A model that names the host path is told where the command sees it.
-			o, _ := s.execPlaces(map[string]any{"command": []string{"cat", filepath.Join(host, "sub", "boom.py")}, "mounts": mounts})
+			o, _ := s.exec(map[string]any{"command": []string{"cat", filepath.Join(host, "sub", "boom.py")}, "mounts": mounts})
 			if wantNote := filepath.Join(host, "sub", "boom.py") + " is at /mnt/p/sub/boom.py"; !strings.Contains(o.Stderr, wantNote) || !strings.Contains(o.Stderr, "not at its hostPath") {
 				t.Errorf("cat of the host path: no note saying %q:\n%s", wantNote, o.Stderr)
 			}
@@ -94,7 +78,7 @@ func TestMountsAtSandboxPath(t *testing.T) {
 		}
 		if python != "" {
 			args := map[string]any{"command": []string{"python3", "/mnt/p/sub/boom.py"}, "mounts": mounts}
-			o, _ := s.execPlaces(args)
+			o, _ := s.exec(args)
 			wantFile := "/mnt/p/sub/boom.py"
 			if !m.ns {
 				wantFile = filepath.Join(host, "sub", "boom.py")
@@ -112,7 +96,7 @@ func TestMountsAtSandboxPath(t *testing.T) {
 			t.Fatalf("create: %+v", c)
 		}
 		wsMounts := []map[string]any{{"workspaceId": c.WorkspaceID}}
-		var wo placesOut
+		var wo execOut
 		if s.call("exec_command", map[string]any{"command": []string{"sh", "-c", "pwd; cat a.txt; pwd > b.txt"}, "cwd": "/mnt/ws", "mounts": wsMounts}, &wo) || wo.ExitCode == nil || *wo.ExitCode != 0 {
 			t.Fatalf("exec in the workspace: %+v", wo)
 		}
@@ -148,7 +132,7 @@ func TestMountPlacesRefused(t *testing.T) {
 			}
 		}
 		// Positive control: places of their own, at depth, side by side.
-		o, isErr := s.execPlaces(map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/srv/deep/a"}, {"hostPath": t.TempDir(), "sandboxPath": "/srv/deep/b"}}})
+		o, isErr := s.exec(map[string]any{"command": []string{"true"}, "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/srv/deep/a"}, {"hostPath": t.TempDir(), "sandboxPath": "/srv/deep/b"}}})
 		if isErr || o.ExitCode == nil || *o.ExitCode != 0 {
 			t.Errorf("places of their own: %+v", o)
 		}
@@ -173,7 +157,7 @@ echo x > /mnt/r/keep.txt 2>/dev/null && echo WROTE-RO; touch /mnt/r/new 2>/dev/n
 mkdir /mnt/other 2>/dev/null && echo MKDIR-PARENT; rmdir /mnt/w 2>/dev/null && echo RMDIR-PLACE; mv /mnt/r /mnt/q 2>/dev/null && echo MOVED
 chmod 777 /mnt 2>/dev/null && echo CHMOD-PARENT
 cat /mnt/r/keep.txt; echo ok > /mnt/w/made.txt && echo rw-ok`
-		o, isErr := s.execPlaces(map[string]any{"command": []string{"sh", "-c", script}, "mounts": mounts})
+		o, isErr := s.exec(map[string]any{"command": []string{"sh", "-c", script}, "mounts": mounts})
 		if isErr || o.Stdout != "kept\nrw-ok\n" {
 			t.Errorf("hostile: isError %v, stdout %q, stderr %q", isErr, o.Stdout, o.Stderr)
 		}

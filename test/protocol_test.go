@@ -2,14 +2,12 @@ package test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,28 +241,49 @@ func (r *rawSession) sendHuge(head string, mb int, tail string) {
 	}()
 }
 
+// TestProtocolStdinClosedMidCall: when the client closes the server's stdin,
+// the calls in flight are cancelled at once, not left to run out a grace.
 func TestProtocolStdinClosedMidCall(t *testing.T) {
 	r := startRaw(t)
 	rw := t.TempDir()
-	late := filepath.Join(rw, "late")
+	started, gate, late := filepath.Join(rw, "started"), filepath.Join(rw, "gate"), filepath.Join(rw, "late")
 	secs := uniqueSeconds(29)
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["sleep","` + secs + `"],"timeoutMs":30000}}}`)
-	// A command that would write a file a second after stdin closes: cancelled at
-	// once, it never does (a grace for calls in flight would let it).
-	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","sleep 1.5; touch /mnt/rw/late"],"timeoutMs":30000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_js","arguments":{"code":"while(true){}","timeoutMs":10000}}}`)
-	waitProcs(t, "sleep "+secs, true) // however long a loaded machine takes to start it
-	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid)
+	// A command that writes a file a while after stdin closes (the gate opens
+	// just before; it holds how long): cancelled at once, it never does (a
+	// grace for calls in flight would let it). The while is three times what
+	// starting the command took, so however loaded the machine, ending the
+	// command has more time than starting it had.
+	sent := time.Now()
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["bash","-c","touch /mnt/rw/started; until [ -e /mnt/rw/gate ]; do sleep 0.01; done; sleep $(cat /mnt/rw/gate); touch /mnt/rw/late"],"timeoutMs":600000,"mounts":[{"hostPath":%q,"sandboxPath":"/mnt/rw","mode":"rw"}]}}}`, rw))
+	waitProcs(t, "sleep "+secs, true) // however long a loaded machine takes to start them
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gated command did not start within 2 minutes")
+		}
+	}
+	runOn := max(1500*time.Millisecond, 3*time.Since(sent))
+	writeFile(t, gate+".new", fmt.Sprintf("%.3f", runOn.Seconds()))
+	if err := os.Rename(gate+".new", gate); err != nil { // the command reads it whole
+		t.Fatal(err)
+	}
+	pids := append(descendants(r.cmd.Process.Pid), r.cmd.Process.Pid) // the gated shell among them
 	r.in.Close()
 	// The calls in flight are cancelled at once, not left to run out a grace: each
-	// is answered as cancelled, so neither the command nor the JS loop ran on.
+	// is answered as cancelled, so neither the commands nor the JS loop ran on.
 	got := map[float64]map[string]any{}
 	for len(got) < 3 {
 		m := r.reply(-1)
 		got[m["id"].(float64)] = m
 	}
-	if m := got[1]; !strings.Contains(fmt.Sprint(m["result"]), "killed: call cancelled") {
-		t.Errorf("exec_command after EOF: %v", m)
+	for _, id := range []float64{1, 3} {
+		if m := got[id]; !strings.Contains(fmt.Sprint(m["result"]), "killed: call cancelled") {
+			t.Errorf("exec_command %v after EOF: %v", id, m)
+		}
 	}
 	if m := got[2]; !strings.Contains(fmt.Sprint(m["result"]), "client closed the session") {
 		t.Errorf("execute_js after EOF: %v", m)
@@ -276,9 +295,9 @@ func TestProtocolStdinClosedMidCall(t *testing.T) {
 	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("command outlived the server: %v", pids)
 	}
-	time.Sleep(2 * time.Second) // past when the command would have written
+	// The gated shell is gone: nothing writes the file from now on.
 	if _, err := os.Stat(late); err == nil {
-		t.Errorf("a call in flight ran on after stdin closed: it wrote %s", late)
+		t.Errorf("a call in flight ran on for %v after stdin closed: it wrote %s", runOn, late)
 	}
 }
 
@@ -301,43 +320,4 @@ func TestProtocolCancel(t *testing.T) {
 	if m := r.reply(3); !strings.Contains(fmt.Sprint(m["result"]), "42") {
 		t.Errorf("after cancel: %v", m)
 	}
-}
-
-// workerBusy waits (up to a minute) for a JS worker of the server pid to spend
-// CPU time as a busy loop does, and gives its pid.
-func workerBusy(t *testing.T, server int) int {
-	t.Helper()
-	first := map[int]int64{}
-	for i := 0; i < 600; i++ {
-		for _, pid := range descendants(server) {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if err != nil || !strings.Contains(string(b), "worker\x00js\x00") {
-				continue
-			}
-			cpu := procCPUTicks(pid)
-			if c0, ok := first[pid]; !ok {
-				first[pid] = cpu
-			} else if cpu-c0 >= 20 { // 0.2 s of CPU since first seen: the loop
-				return pid
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("no JS worker ran the busy loop within a minute")
-	return 0
-}
-
-// procCPUTicks is a process's user and system time in clock ticks (0 if gone).
-func procCPUTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
 }

@@ -55,7 +55,7 @@ func TestPlacesHostileLayouts(t *testing.T) {
 		if txt := textOf(res); !res.IsError || !strings.Contains(txt, "could not stay read-only") {
 			t.Errorf("one host path ro and rw: isError %v, %s", res.IsError, txt)
 		}
-		o, isErr := s.execPlaces(map[string]any{"command": bash("cat /mnt/ro/f.txt /mnt/a/f.txt; echo x > /mnt/ro/f.txt 2>/dev/null && echo WROTE-RO-TWICE; true"), "mounts": []map[string]any{{"hostPath": sub, "sandboxPath": "/mnt/ro", "mode": "ro"}, {"hostPath": sub, "sandboxPath": "/mnt/a", "mode": "ro"}}})
+		o, isErr := s.exec(map[string]any{"command": bash("cat /mnt/ro/f.txt /mnt/a/f.txt; echo x > /mnt/ro/f.txt 2>/dev/null && echo WROTE-RO-TWICE; true"), "mounts": []map[string]any{{"hostPath": sub, "sandboxPath": "/mnt/ro", "mode": "ro"}, {"hostPath": sub, "sandboxPath": "/mnt/a", "mode": "ro"}}})
 		if isErr || o.Stdout != "orig\norig\n" {
 			t.Errorf("one host path ro at two places (control): %+v", o)
 		}
@@ -63,13 +63,13 @@ func TestPlacesHostileLayouts(t *testing.T) {
 echo L > /mnt/w/l 2>/dev/null && echo WROTE-THROUGH-LINK
 unshare -Urm sh -c 'mount -o remount,bind,rw /mnt/r; echo U > /mnt/r/f.txt' 2>/dev/null && echo WROTE-IN-USERNS
 echo ok > /mnt/w/made.txt && echo rw-ok`
-		o, isErr = s.execPlaces(map[string]any{"command": bash(script), "mounts": []map[string]any{{"hostPath": sub, "sandboxPath": "/mnt/r", "mode": "ro"}, {"hostPath": rw, "sandboxPath": "/mnt/w", "mode": "rw"}}})
+		o, isErr = s.exec(map[string]any{"command": bash(script), "mounts": []map[string]any{{"hostPath": sub, "sandboxPath": "/mnt/r", "mode": "ro"}, {"hostPath": rw, "sandboxPath": "/mnt/w", "mode": "rw"}}})
 		if isErr || o.Stdout != "LINKED\nrw-ok\n" {
 			t.Errorf("hostile: isError %v, stdout %q, stderr %q", isErr, o.Stdout, o.Stderr)
 		}
 		if m.ns {
 			// A read-only parent stays read-only where its read-write child is placed apart.
-			o, isErr = s.execPlaces(map[string]any{"command": bash("echo P > /mnt/a/sub/f.txt 2>/dev/null && echo WROTE-RO-PARENT; echo C > /mnt/b/c.txt && echo child-ok"), "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/mnt/a", "mode": "ro"}, {"hostPath": sub, "sandboxPath": "/mnt/b", "mode": "rw"}}})
+			o, isErr = s.exec(map[string]any{"command": bash("echo P > /mnt/a/sub/f.txt 2>/dev/null && echo WROTE-RO-PARENT; echo C > /mnt/b/c.txt && echo child-ok"), "mounts": []map[string]any{{"hostPath": host, "sandboxPath": "/mnt/a", "mode": "ro"}, {"hostPath": sub, "sandboxPath": "/mnt/b", "mode": "rw"}}})
 			if isErr || o.Stdout != "child-ok\n" {
 				t.Errorf("nested: isError %v, stdout %q, stderr %q", isErr, o.Stdout, o.Stderr)
 			}

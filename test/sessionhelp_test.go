@@ -11,7 +11,6 @@ import (
 type sessOut struct {
 	execOut
 	Signal        string `json:"signal"`
-	Error         string `json:"error"`
 	Running       bool   `json:"running"`
 	SessionID     string `json:"sessionId"`
 	StdoutDropped int64  `json:"stdoutDropped"`
@@ -86,6 +85,28 @@ func (s *session) finish(id string) (string, sessOut) {
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("session %s did not end: %+v", id, o)
+		}
+	}
+}
+
+// awaitListed waits until exec_session list shows session id in state
+// ("running" or "ended"; "" for not listed), however long a loaded machine
+// takes (list is no call about a session: it does not keep it from idling).
+func (s *session) awaitListed(id, state string) {
+	s.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		l, _ := s.sess(map[string]any{"action": "list"})
+		got := ""
+		for _, e := range l.Sessions {
+			if e.SessionID == id {
+				got = e.State
+			}
+		}
+		if got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("session %s is %q in the list, not %q, after 2 minutes: %+v", id, got, state, l.Sessions)
 		}
 	}
 }

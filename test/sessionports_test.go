@@ -261,7 +261,7 @@ func TestSessionPortsKeepSessionInUse(t *testing.T) {
 	conn.Write([]byte("\r\n"))
 	io.ReadAll(conn)
 	conn.Close()
-	time.Sleep(2500 * time.Millisecond)
+	s.awaitListed(o.SessionID, "") // list is no use of it
 	if p, isErr := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll"}); !isErr || !strings.Contains(p.Error, "idle limit") {
 		t.Errorf("the session, idle after its port's connection closed: %+v", p)
 	}

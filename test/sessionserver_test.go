@@ -1,14 +1,18 @@
 //go:build linux
 
+// The command line's session server: `autobox exec --yield` and `autobox
+// session` drive it, it ends after its last session, and only its user from
+// outside the sandbox reaches it.
+
 package test
 
 import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSessionServerNotFromSandbox (issue 20, item 2): the command line's
@@ -22,18 +26,11 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 	requireSandbox(t)
 	h := newCLIHome(t)
 	h.sessions = true
-	r := h.run("", "exec", "--yield", "0", "--timeout", "1m", "--", "sleep", "60")
-	id := strings.TrimSpace(r.stdout)
-	if r.code != 0 || !strings.HasPrefix(id, "s-") {
-		t.Fatalf("exec --yield: %s", r)
-	}
+	id := h.startSession("--yield", "0", "--timeout", "1m", "--", "sleep", "60")
 	t.Cleanup(func() {
 		h.run("", "session", "close", id)
-		for deadline := time.Now().Add(30 * time.Second); len(procsOf(bin)) > 0; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("the session server did not end: %v", procsOf(bin))
-				return
-			}
+		if left := binLeft(); len(left) > 0 {
+			t.Errorf("the session server did not end: %v", left)
 		}
 	})
 	h.want(h.run("", "session", "list"), 0, id+"  running", "")
@@ -97,4 +94,77 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 	}
 	// The session is untouched, and the server still answers its user.
 	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+}
+
+// TestCLISession: `autobox exec --yield` starts a session in a session server
+// of the user's own, `autobox session` drives it, and the server ends by itself
+// after its last session, leaving nothing.
+func TestCLISession(t *testing.T) {
+	requireSandbox(t)
+	h := newCLIHome(t)
+	h.sessions = true
+	r := h.run("", "exec", "--yield", "2s", "--timeout", "1m", "--", "sh", "-c", "echo hi; sleep 1; echo bye >&2; exit 3")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "s-") || !strings.Contains(r.stderr, "hi\n") || !strings.Contains(r.stderr, "autobox session poll") {
+		t.Fatalf("exec --yield: %s", r)
+	}
+	server := 0
+	for _, p := range procsOf(bin) {
+		if strings.Contains(p, " session serve ") {
+			if server != 0 {
+				t.Errorf("two session servers: %v", procsOf(bin))
+			}
+			server, _ = strconv.Atoi(p[:strings.IndexByte(p, ':')])
+		}
+	}
+	if server == 0 {
+		t.Fatalf("no session server runs: %v", procsOf(bin))
+	}
+	h.want(h.run("", "session", "list"), 0, id+"  running", "")
+	var final cliRun
+	var stderr string
+	for i := 0; i < 10; i++ {
+		final = h.run("", "session", "poll", "--yield", "5s", id)
+		if stderr += final.stderr; final.code != 0 {
+			break
+		}
+	}
+	if final.code != 3 || stderr != "bye\n" {
+		t.Errorf("polls to the end: stderr %q, then %s", stderr, final)
+	}
+	h.want(h.run("", "session", "poll", id), 125, "", `unknown or ended session "`+id+`": its final result was read already`)
+	h.want(h.run("", "session", "poll", "s-nothing"), 125, "", "autobox session list shows the open ones")
+
+	r = h.run("", "exec", "--yield", "0", "--", "cat")
+	id = strings.TrimSpace(r.stdout)
+	h.want(h.run("", "session", "write", "--yield", "5s", id, "hello\n"), 0, "hello\n", "")
+	// --until: the answer goes at the line that matches, however long --yield.
+	h.want(h.run("", "session", "write", "--json", "--yield", "30s", "--until", "^t[a-z]o$", id, "one\ntwo\n"), 0, `"matched":true`, "")
+	h.want(h.run("", "session", "poll", "--until", "(", id), 125, "", "until is not a regular expression")
+	w := h.run("last", "session", "write", "--yield", "5s", "--close-stdin", id, "-")
+	for w.code == 0 && !strings.Contains(w.stdout, "last") {
+		w = h.run("", "session", "poll", "--yield", "5s", id)
+	}
+	if !strings.Contains(w.stdout, "last") {
+		t.Errorf("write from stdin: %s", w)
+	}
+	// Its final result, if that answer was not it (an unread one keeps the
+	// session server).
+	h.run("", "session", "poll", "--yield", "5s", id)
+
+	r = h.run("", "exec", "--yield", "2s", "--tty", "--", "sh", "-i")
+	id = strings.TrimSpace(r.stdout)
+	// --until: the terminal's echo of the line may come alone, before the answer.
+	h.want(h.run("", "session", "write", "--yield", "30s", "--until", "^42", id, "echo $((6*7))\n"), 0, "42", "")
+	// close did what it was asked: exit 0 (a set -e script goes on), and the
+	// result says the command was killed.
+	h.want(h.run("", "session", "close", "--json", id), 0, `"killed":true`, "")
+	h.want(h.run("", "session", "close", id), 125, "", "unknown or ended session")
+	h.want(h.run("", "exec", "--tty", "--", "true"), 125, "", "--tty needs --yield")
+
+	// The server ends a few seconds after its last session, and takes nothing
+	// with it that it should not have left.
+	waitSessionServerGone(t)
+	checkNothingLeft(t, server)
+	h.want(h.run("", "session", "list"), 0, "ID", "")
 }

@@ -85,11 +85,7 @@ func TestCLIWorkspaceStorageOutOfReach(t *testing.T) {
 	if err := os.Mkdir(proj, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := h.run("", "exec", "--yield", "0", "--timeout", "1m", "--mount", proj+":/mnt/proj:rw", "--", "sleep", "60")
-	id := strings.TrimSpace(r.stdout)
-	if r.code != 0 || !strings.HasPrefix(id, "s-") {
-		t.Fatalf("exec --yield: %s", r)
-	}
+	id := h.startSession("--yield", "0", "--timeout", "1m", "--mount", proj+":/mnt/proj:rw", "--", "sleep", "60")
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
