@@ -2,6 +2,7 @@ package test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,9 @@ import (
 // TestImportDirection keeps the package graph one-way: only worker imports v8go;
 // nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
 // imports nothing of ours; mcpstdio imports nothing of ours but internal helpers;
-// enforcement and storage never import the server.
+// cmdrun (running one command tree) imports neither its users (the server, task)
+// nor the transport or the command line; enforcement and storage never import
+// the server.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -39,6 +42,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"mcpstdio" && strings.HasPrefix(imp, mod) && !strings.HasPrefix(imp, mod+"internal/") {
 				t.Errorf("mcpstdio imports %s; it must import nothing of ours but internal helpers", imp)
+			}
+			if pkg == mod+"cmdrun" && slices.Contains([]string{mod + "supervisor", mod + "mcpstdio", mod + "cli", mod + "task"}, imp) {
+				t.Errorf("cmdrun imports %s; it must not import the server, the transport, the command line or task", imp)
 			}
 			checked++
 		}
