@@ -76,6 +76,16 @@ func TestEnforceReasons(t *testing.T) {
 		t.Errorf("a busy loop past --cpu-ms 1000: %+v (signal %q)", end.KilledBy, end.Exit.Signal)
 	}
 
+	// The kernel's end at RLIMIT_CPU is SIGXCPU (sent by the shell itself
+	// here, as the race above may never show it).
+	end = Enforce(startTree(t, "kill -XCPU $$", lim), Limits{Command: lim, Names: taskish}).Wait()
+	if end.KilledBy != (Reason{KilledCPU, "cpu limit exceeded (a process used the 1 s of RLIMIT_CPU that --cpu-ms 1000 gives each; killed by the kernel)"}) {
+		t.Errorf("SIGXCPU under --cpu-ms 1000: %+v (signal %q)", end.KilledBy, end.Exit.Signal)
+	}
+	if end = Enforce(startTree(t, "kill -XCPU $$", nil), Limits{Names: taskish}).Wait(); end.KilledBy.Kind != "" || end.Exit.Signal != "SIGXCPU" {
+		t.Errorf("SIGXCPU without a CPU limit is the command's own end: %+v (signal %q)", end.KilledBy, end.Exit.Signal)
+	}
+
 	var clock Clock
 	end = Enforce(startTree(t, "sleep 30", lim), Limits{Command: lim, Names: taskish, Clock: &clock, Timeout: 50 * time.Millisecond}).Wait()
 	if end.KilledBy != (Reason{Kind: KilledTimeout}) {
