@@ -28,7 +28,7 @@ import (
 // a refusal kept for the call, at most proxy.MaxQuestions questions a call.
 //
 // Time: the wait for the answer is the user's, not the command's. While a
-// command waits for one, its timeoutMs clock stops (callClock), so the user's
+// command waits for one, its timeoutMs clock stops (cmdrun.Clock), so the user's
 // thinking does not kill it; each wait is bounded by --ask-timeout, and the
 // questions of a call by proxy.MaxQuestions, so a call runs at most
 // MaxQuestions × --ask-timeout past its timeoutMs. execute_js's clock runs in

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/proxy"
@@ -94,7 +94,7 @@ type execCall struct {
 	hostRoutes []policy.LoopbackPort // allowHosts localhost:PORT entries put at the command's own (hostports.go)
 	expose     []int                 // a session's ports to expose to the host
 	what       string                // the call in a question to the user: "this command (…)"
-	clock      callClock             // timeoutMs (clock.go)
+	clock      cmdrun.Clock          // timeoutMs
 	caps       timeoutCaps           // the most timeoutMs could be, for a timeout's note (timelimit.go)
 	limitCaps  limitCaps             // the most maxWriteMb and maxOpenFiles could be, for their notes (limitnotes.go)
 }
@@ -270,7 +270,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 		stdout.abort()
 		return nil, err
 	}
-	tree, err := s.runner.start(cmd, int64(c.memoryMb)<<20, so, se)
+	tree, err := s.runner.Start(cmd, int64(c.memoryMb)<<20, so, se)
 	so.Close()
 	se.Close()
 	if err != nil {
@@ -288,23 +288,22 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	}
 	defer forget()
 
-	k := &killSwitch{tree: tree}
-	stopLimits := c.enforce(tree, k)
-	stopCancel := context.AfterFunc(ctx, func() { k.kill(killReason{kind: KilledCancelled}) })
+	// The time limit's clock stops while the user is asked about a host the
+	// command wants (askreach.go).
+	run := cmdrun.Enforce(tree, c.runLimits())
+	stopCancel := context.AfterFunc(ctx, func() { run.Kill(cmdrun.Reason{Kind: KilledCancelled}) })
 	stopProgress := reportProgress(ctx, start, c.timeout, tail.line)
-	res, werr := tree.Wait()
+	end := run.Wait()
 	stopProgress()
 	stopCancel()
-	watched := stopLimits()
-	killedBy := k.settle()
-	out.Usage = usageOf(watched.Merge(treeUsage(tree, res)))
-	out.Isolation = isolationOf(tree)
+	out.Usage = usageOf(end.Usage)
+	out.Isolation = cmdrun.Isolation(tree)
 	out.Stdout, out.StdoutTruncated = stdout.finish()
 	out.Stderr, out.StderrTruncated = stderr.finish()
 	out.StdoutEncoding, out.StderrEncoding = textEncoding(out.Stdout), textEncoding(out.Stderr)
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	ports.note(out)
-	return c.ended(out, tree, res, werr, killedBy, scratch, pc)
+	return c.ended(out, tree, end, scratch, pc)
 }
 
 // proxyCall starts the proxy's part of a call with allowHosts, and points cmd
@@ -313,7 +312,7 @@ func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command
 	if !c.net.proxied() {
 		return nil, nil
 	}
-	pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, c.what, c.clock.pause))
+	pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, c.what, c.clock.Pause))
 	if err != nil {
 		return nil, err
 	}
@@ -326,64 +325,16 @@ func (s *Server) proxyCall(ctx context.Context, c *execCall, cmd *policy.Command
 	return pc, nil
 }
 
-// killSwitch ends a tree once, for the first reason given.
-type killSwitch struct {
-	tree   tree
-	once   sync.Once
-	reason killReason
-}
-
-func (k *killSwitch) kill(reason killReason) {
-	k.once.Do(func() {
-		k.reason = reason
-		k.tree.Kill()
-	})
-}
-
-// endSession kills the tree of a session for the session's own note (closed,
-// idle, the server shutting down).
-func (k *killSwitch) endSession(note string) { k.kill(killReason{kind: KilledSession, text: note}) }
-
-// settle returns the reason of the kill, if any (kind ""): no kill comes after it.
-func (k *killSwitch) settle() killReason {
-	k.once.Do(func() {})
-	return k.reason
-}
-
-// enforce kills the tree at the call's time limit and, by the watchdog, at its
-// other limits. The returned func stops both and returns what the watchdog saw
-// the tree use.
-//
-// The time limit's clock stops while the user is asked about a host the
-// command wants (askreach.go, clock.go).
-func (c *execCall) enforce(t tree, k *killSwitch) (stop func() policy.Usage) {
-	c.clock.start(c.timeout, func() { timeUp(t, k) })
-	watch := c.limits.watch(t, k.kill)
-	return func() policy.Usage {
-		c.clock.stop()
-		return watch.Stop()
-	}
-}
-
 // ended completes out, the result of a command whose tree is gone, with how it
-// ended: res and werr as Wait returned them, killedBy the reason of a kill (kind
-// "" for none); scratch was its scratch dir, pc its proxy call (nil without
-// allowHosts), closed here.
-func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error, killedBy killReason, scratch string, pc *proxy.Call) (*ExecOutput, error) {
-	// A launcher that died among OOM kills in the call's cgroup was one of
-	// them (a command may lower its processes' OOM scores to the launcher's
-	// where autobox cannot pin them): the limit is the answer.
-	if killedBy.kind == "" && oomKilled(tree) {
-		killedBy = killReason{KilledMemory, fmt.Sprintf("memory limit exceeded (the kernel's cgroup limit of memoryMb %d; killed by the OOM killer)", c.memoryMb)}
-	}
-	if killedBy.kind == "" && c.limits.cpuMs > 0 && res.Signal == "SIGXCPU" {
-		killedBy = killReason{KilledCPU, c.limits.cpuRlimitReason()}
-	}
-	if werr != nil && killedBy.kind == "" {
-		return nil, werr
+// ended (end, as cmdrun.Run.Wait told it); scratch was its scratch dir, pc its
+// proxy call (nil without allowHosts), closed here.
+func (c *execCall) ended(out *ExecOutput, tree cmdrun.Tree, end cmdrun.End, scratch string, pc *proxy.Call) (*ExecOutput, error) {
+	res, killedBy := end.Exit, end.KilledBy
+	if end.Err != nil && killedBy.Kind == "" {
+		return nil, end.Err
 	}
 	out.MountPaths = mountPaths(c, tree)
-	// With werr set here the tree was killed for a reason of ours and the
+	// With end.Err set here the tree was killed for a reason of ours and the
 	// supervisor had to finish the job (jail.Tree.Kill): the reason is the answer.
 	out.Signal = res.Signal
 	if res.Started {
@@ -393,17 +344,17 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 		out.Error = res.SpawnError
 		out.Stderr = res.SpawnError + "\n" + out.Stderr
 	}
-	out.Killed, out.KilledBy = killedBy.kind != "", killedBy.kind
-	switch killedBy.kind {
+	out.Killed, out.KilledBy = killedBy.Kind != "", killedBy.Kind
+	switch killedBy.Kind {
 	case "":
 	case KilledTimeout:
 		out.Stderr = c.timeoutNote() + "\n" + out.Stderr
 	case KilledCancelled:
 		out.Stderr = "killed: call cancelled\n" + out.Stderr
 	case KilledDisk:
-		out.Stderr = killedBy.text + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
+		out.Stderr = killedBy.Text + "\n" + scratchListing(scratch, out.Isolation) + out.Stderr
 	default:
-		out.Stderr = killedBy.text + "\n" + out.Stderr
+		out.Stderr = killedBy.Text + "\n" + out.Stderr
 	}
 	c.noteRefusals(out, tree, killedBy)
 	noteCompat(out, res)
@@ -422,7 +373,7 @@ func (c *execCall) ended(out *ExecOutput, tree tree, res policy.Exit, werr error
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
 func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.Sandbox {
-	sb := *basePolicy()
+	sb := *cmdrun.BasePolicy()
 	sb.AllowNetwork = net.open || net.proxied()
 	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
 	if net.proxied() {
@@ -448,15 +399,6 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 		}
 	}
 	return sb
-}
-
-// basePolicy is the part of every command's policy that is the same in every call:
-// system directories and devices, no network. Idle launchers prepare for it.
-func basePolicy() *policy.Sandbox {
-	sys := syspaths.SystemPaths()
-	// Every path is canonical: system paths resolved there, mounts and
-	// workspaces checked by validation, scratch dirs resolved when made.
-	return &policy.Sandbox{AllowExec: true, ReadOnly: sys.ReadOnly, Hidden: sys.Hidden(), Devices: sys.Devices, Links: sys.ReadOnlyLinks, NoFollow: true}
 }
 
 // commandEnv is built from nothing: nothing of the server's environment leaks.
@@ -495,97 +437,6 @@ var caEnv = sync.OnceValue(func() []string {
 	}
 	return env
 })
-
-// cappedPipe collects a child's output up to max bytes and drains (and drops) the
-// rest, so a flood neither blocks the child nor grows the server's memory.
-type cappedPipe struct {
-	max       int
-	what      string
-	r         *os.File
-	buf       []byte
-	truncated bool
-	done      chan struct{}
-	tail      *outputTail // nil, or where the latest output is kept too
-}
-
-func (c *cappedPipe) open() (*os.File, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating the %s pipe: %w", c.what, err)
-	}
-	c.r = r
-	c.done = make(chan struct{})
-	go c.drain()
-	return w, nil
-}
-
-func (c *cappedPipe) drain() {
-	defer close(c.done)
-	chunk := make([]byte, 32<<10)
-	for {
-		n, err := c.r.Read(chunk)
-		if n > 0 {
-			c.tail.add(chunk[:n])
-			if room := c.max - len(c.buf); room > 0 {
-				if n > room {
-					c.buf = append(c.buf, chunk[:room]...)
-					c.truncated = true
-				} else {
-					c.buf = append(c.buf, chunk[:n]...)
-				}
-			} else {
-				c.truncated = true
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// finish waits for the writer side to close (every process of the tree is gone by
-// then) and returns the text.
-func (c *cappedPipe) finish() (string, bool) {
-	select {
-	case <-c.done:
-	case <-time.After(2 * time.Second):
-		c.r.Close() // a descendant escaped the kill holding the pipe: do not hang
-		<-c.done
-	}
-	c.r.Close()
-	if !c.truncated {
-		return string(c.buf), false
-	}
-	// The cut may split a character; what is kept stays valid UTF-8 if it was.
-	return string(dropPartialRune(c.buf)) + fmt.Sprintf("\n[autobox: %s truncated at %d bytes]", c.what, c.max), true
-}
-
-// dropPartialRune drops an incomplete UTF-8 sequence at the end of b.
-func dropPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			break
-		}
-	}
-	return b
-}
-
-// textEncoding says how a command's output reaches the client: JSON strings are
-// UTF-8, so bytes that are not become U+FFFD on the way, and the result says so.
-func textEncoding(s string) string {
-	if utf8.ValidString(s) {
-		return ""
-	}
-	return "utf-8-lossy"
-}
-
-func (c *cappedPipe) abort() {
-	c.r.Close()
-	<-c.done
-}
 
 // execTool adapts ExecCommand to MCP: a spawn failure or a kill is a tool error that
 // still carries the result object; an ordinary non-zero exit is a result.

@@ -1,37 +1,23 @@
 package supervisor
 
-import "github.com/autobox-dev/autobox/internal/watchdog"
+import "github.com/autobox-dev/autobox/cmdrun"
 
-// Why a command's tree was killed, as a value: the result's killedBy, which the
-// CLI's exit statuses and the notes of a result branch on, and the text that
-// starts its stderr. Rewording a text changes neither.
+// Why a command's tree was killed (ExecOutput.KilledBy): package cmdrun's
+// kinds, under the names the CLI and clients of this package know.
 
 // KillKind is why a command's tree was killed (ExecOutput.KilledBy).
-type KillKind string
+type KillKind = cmdrun.KillKind
 
-// The kinds of kill. Each limit kind is the watchdog's, the kernel's cgroup
-// OOM kill (memory) or RLIMIT_CPU (cpu).
+// The kinds of kill (see cmdrun.KillKind).
 const (
-	KilledTimeout   KillKind = "timeout"   // timeoutMs passed
-	KilledCancelled KillKind = "cancelled" // the client cancelled the call, or closed
-	KilledMemory    KillKind = "memory"    // memoryMb
-	KilledProcesses KillKind = "processes" // maxProcesses
-	KilledDisk      KillKind = "disk"      // maxWriteMb
-	KilledCPU       KillKind = "cpu"       // cpuMs
-	KilledSession   KillKind = "session"   // a session closed, idle, or the server shutting down
+	KilledTimeout   = cmdrun.KilledTimeout   // timeoutMs passed
+	KilledCancelled = cmdrun.KilledCancelled // the client cancelled the call, or closed
+	KilledMemory    = cmdrun.KilledMemory    // memoryMb
+	KilledProcesses = cmdrun.KilledProcesses // maxProcesses
+	KilledDisk      = cmdrun.KilledDisk      // maxWriteMb
+	KilledCPU       = cmdrun.KilledCPU       // cpuMs
+	KilledSession   = cmdrun.KilledSession   // a session closed, idle, or the server shutting down
 )
 
-// killReason is a kill's kind and its text ("" for the kinds whose text the
-// call makes: timeout, cancelled).
-type killReason struct {
-	kind KillKind
-	text string
-}
-
-// breachKinds maps the watchdog's limits to the kinds of kill.
-var breachKinds = map[watchdog.Kind]KillKind{
-	watchdog.Memory:    KilledMemory,
-	watchdog.Processes: KilledProcesses,
-	watchdog.Disk:      KilledDisk,
-	watchdog.CPU:       KilledCPU,
-}
+// ErrSandboxUnavailable: the host cannot enforce what a call needs.
+var ErrSandboxUnavailable = cmdrun.ErrSandboxUnavailable

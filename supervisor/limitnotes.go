@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) limitCaps() limitCaps {
 	if max := s.Ceiling().Limit("maxWriteMb", &s.grants); max > 0 && max < l.writeMb {
 		l.writeMb, l.writeCeilinged = max, true
 	}
-	if hard, ok := hardOpenFiles(); ok && hard < uint64(l.openFiles) {
+	if hard, ok := cmdrun.HardOpenFiles(); ok && hard < uint64(l.openFiles) {
 		l.openFiles = int(hard)
 	}
 	return l
@@ -41,9 +42,9 @@ func (s *Server) limitCaps() limitCaps {
 // noteLimits appends to out.Stderr the notes above that its stderr calls for;
 // scratch is the command's scratch dir (host path), "" for none; killedBy as
 // ended has it (a kill at maxWriteMb says the limit itself).
-func (c *execCall) noteLimits(out *ExecOutput, scratch string, killedBy killReason) {
+func (c *execCall) noteLimits(out *ExecOutput, scratch string, killedBy cmdrun.Reason) {
 	text := strings.ToLower(out.Stderr)
-	if (strings.Contains(text, "file too large") || strings.Contains(out.Stderr, "EFBIG")) && killedBy.kind != KilledDisk {
+	if (strings.Contains(text, "file too large") || strings.Contains(out.Stderr, "EFBIG")) && killedBy.Kind != KilledDisk {
 		writeMb := int(c.limits.WriteBytes >> 20)
 		raise := fmt.Sprintf("raise maxWriteMb (at most %d)", c.limitCaps.writeMb)
 		if writeMb >= c.limitCaps.writeMb {

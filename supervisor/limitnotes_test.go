@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -44,7 +45,7 @@ func TestNoteLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		out := &ExecOutput{Stderr: tc.stderr}
-		c.noteLimits(out, scratch, killReason{})
+		c.noteLimits(out, scratch, cmdrun.Reason{})
 		note := strings.TrimPrefix(out.Stderr, tc.stderr)
 		if len(tc.want) == 0 && note != "" {
 			t.Errorf("%q: a note where none is due: %q", tc.stderr, note)
@@ -57,13 +58,13 @@ func TestNoteLimits(t *testing.T) {
 	}
 	// A kill at maxWriteMb says the limit itself.
 	out := &ExecOutput{Stderr: "disk limit exceeded (2.0 MB written > maxWriteMb 2; watchdog)\nhead: error writing 'big': File too large\n"}
-	if c.noteLimits(out, scratch, killReason{KilledDisk, "disk limit exceeded (2.0 MB written > maxWriteMb 2; watchdog)"}); strings.Contains(out.Stderr, "[autobox:") {
+	if c.noteLimits(out, scratch, cmdrun.Reason{Kind: KilledDisk, Text: "disk limit exceeded (2.0 MB written > maxWriteMb 2; watchdog)"}); strings.Contains(out.Stderr, "[autobox:") {
 		t.Errorf("a note beside the kill at maxWriteMb: %q", out.Stderr)
 	}
 	// At the most a limit may be, the note says so instead of raising it.
 	c.limits.WriteBytes, c.limitCaps = 500<<20, limitCaps{writeMb: 500, openFiles: 64, writeCeilinged: true}
 	out = &ExecOutput{Stderr: "File too large\nToo many open files\n"}
-	c.noteLimits(out, scratch, killReason{})
+	c.noteLimits(out, scratch, cmdrun.Reason{})
 	for _, w := range []string{"it is the most maxWriteMb may be (the user's ceiling)", "it is the most maxOpenFiles may be on this host"} {
 		if !strings.Contains(out.Stderr, w) {
 			t.Errorf("at the caps: %q, want %q", out.Stderr, w)

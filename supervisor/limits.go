@@ -5,11 +5,11 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -17,8 +17,8 @@ import (
 
 // The resource limits of a command tree beyond time and memory (issue 14), for
 // exec_command and for anything else that runs a command the same way (sessions):
-// the parameters, their validation, the watchdog that holds a tree to them where the
-// kernel does not, and the texts a kill gives.
+// the parameters, their validation and their names in texts; package cmdrun holds
+// a tree to them.
 
 var (
 	execMaxProcesses = intParam{"maxProcesses", policy.ExecDefaultMaxProcesses, policy.ExecMinMaxProcesses, policy.ExecMaxMaxProcesses}
@@ -45,7 +45,6 @@ type limitArgs struct {
 type treeLimits struct {
 	memoryMb int
 	policy.Limits
-	cpuMs int // 0: none
 }
 
 // limits validates the arguments into limits, with the parameters' defaults.
@@ -63,13 +62,14 @@ func (a limitArgs) limits(memoryMb int) (treeLimits, error) {
 	if err != nil {
 		return l, err
 	}
-	if l.cpuMs, err = bounded(execCPUMs, a.cpuMs); err != nil {
+	cpuMs, err := bounded(execCPUMs, a.cpuMs)
+	if err != nil {
 		return l, err
 	}
-	if hard, ok := hardOpenFiles(); ok && uint64(files) > hard {
+	if hard, ok := cmdrun.HardOpenFiles(); ok && uint64(files) > hard {
 		return l, fmt.Errorf("%w: maxOpenFiles %d is above this host's hard limit of %d open files (ulimit -Hn), which autobox cannot raise", policy.ErrInvalid, files, hard)
 	}
-	l.Limits = policy.Limits{Processes: procs, WriteBytes: int64(writeMb) << 20, CPU: time.Duration(l.cpuMs) * time.Millisecond, OpenFiles: files}
+	l.Limits = policy.Limits{Processes: procs, WriteBytes: int64(writeMb) << 20, CPU: time.Duration(cpuMs) * time.Millisecond, OpenFiles: files}
 	return l, nil
 }
 
@@ -82,38 +82,14 @@ func (l treeLimits) command() *policy.Limits {
 	return &p
 }
 
-// watch starts the watchdog of a tree: its memory and the limits the kernel does not
-// hold it to. breach gets the kill reason, in the tools' parameter names, once.
-func (l treeLimits) watch(t tree, breach func(killReason)) *watchdog.Watch {
-	wl := l.watched()
-	o := watchdog.Options{ExcludeRoot: rootIsLauncher}
-	if k, ok := t.(watchdog.Kernel); ok {
-		o.Kernel = k
-	}
-	// Without a memory cgroup, nothing else counts memory held in memfds.
-	if m, ok := t.(memoryCgroupTree); ok && runtime.GOOS == "linux" {
-		o.Memfds = !m.MemoryCgroup()
-	}
-	return watchdog.Start(t.Pid(), wl, o, func(b watchdog.Breach) { breach(killReason{breachKinds[b.Kind], b.Reason(wl, paramNames)}) })
-}
-
-// watched are the limits the watchdog holds a tree to.
-func (l treeLimits) watched() watchdog.Limits {
-	wl := watchdog.Limits{Memory: int64(l.memoryMb) << 20, Written: -1}
-	if !noLimits {
-		wl.Processes, wl.Written, wl.CPU = l.Processes, l.WriteBytes, l.CPU
-	}
-	return wl
+// runLimits are what cmdrun.Enforce holds the call's tree to: its memory, the
+// limits that travel with its command, and timeoutMs on its clock.
+func (c *execCall) runLimits() cmdrun.Limits {
+	return cmdrun.Limits{Memory: int64(c.memoryMb) << 20, Command: c.limits.command(), Names: paramNames, Clock: &c.clock, Timeout: c.timeout}
 }
 
 // paramNames are the limits' names in the tools' texts.
 var paramNames = watchdog.Names{Memory: "memoryMb", Processes: "maxProcesses", Written: "maxWriteMb", CPU: "cpuMs"}
-
-// cpuRlimitReason is the reason when the kernel ended the command at its
-// RLIMIT_CPU (SIGXCPU): a process passed the whole seconds of cpuMs on its own.
-func (l treeLimits) cpuRlimitReason() string {
-	return fmt.Sprintf("cpu limit exceeded (a process used the %d s of RLIMIT_CPU that cpuMs %d gives each; killed by the kernel)", (l.cpuMs+999)/1000, l.cpuMs)
-}
 
 func mb(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
@@ -135,19 +111,6 @@ func usageOf(u policy.Usage) Usage {
 		Processes: u.Processes,
 		WrittenMb: round(float64(u.Written) / (1 << 20)),
 	}
-}
-
-// treeUsage is what the tree's enforcer accounted once it was gone (zero where it
-// cannot tell); a command that ran was one process at least, however short.
-func treeUsage(t tree, res policy.Exit) policy.Usage {
-	u := res.Usage
-	if k, ok := t.(usageTree); ok {
-		u = k.Usage()
-	}
-	if res.Started {
-		u.Processes = max(u.Processes, 1)
-	}
-	return u
 }
 
 // scratchListing names the biggest files a command left in its scratch dir, which

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -79,11 +80,11 @@ func sandboxCwd(mounts []policy.Mount, real string) string {
 }
 
 // mountPaths is the result's mountPaths: "" without mounts.
-func mountPaths(c *execCall, t tree) string {
+func mountPaths(c *execCall, t cmdrun.Tree) string {
 	if len(c.mounts) == 0 {
 		return ""
 	}
-	if r, ok := t.(interface{ PrivateRoot() bool }); ok && c.placing && r.PrivateRoot() {
+	if c.placing && cmdrun.PrivateRoot(t) {
 		return mountsBound
 	}
 	return mountsRewritten

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/jail"
 )
 
@@ -17,22 +18,18 @@ import (
 // hold at the limit is what ends a command that keeps trying. Without
 // namespaces RLIMIT_NPROC counts the user's every process (jail/nprochost_linux.go).
 
-// forkCounter is a tree that can tell how many forks its process limit refused.
-type forkCounter interface{ ForksRefused() int }
-
 // noteRefusals sets out.Usage.ForksRefused and, unless the call was killed at
 // the process limit (whose reason says it already), appends a note to stderr.
-func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy killReason) {
-	fc, ok := t.(forkCounter)
+func (c *execCall) noteRefusals(out *ExecOutput, t cmdrun.Tree, killedBy cmdrun.Reason) {
+	n, ok := cmdrun.ForksRefused(t)
 	if !ok {
 		return
 	}
-	n := fc.ForksRefused()
 	if n < 0 {
 		// Refused but not counted: the command's own words are the evidence.
-		if killedBy.kind != KilledProcesses && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
+		if killedBy.Kind != KilledProcesses && saysForkFailed(out.Stdout+"\n"+out.Stderr) {
 			shared := ""
-			if isolationOf(t) == jail.ModeLandlock {
+			if cmdrun.Isolation(t) == jail.ModeLandlock {
 				shared = " (without namespaces it counts every process of the user: forks are refused sooner when the user's other processes grew while the command ran)"
 			}
 			out.Stderr += fmt.Sprintf("[autobox: the output says a fork failed; maxProcesses %d is held here by the kernel (RLIMIT_NPROC), which refuses forks past it without counting them%s: if the command needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, shared)
@@ -43,7 +40,7 @@ func (c *execCall) noteRefusals(out *ExecOutput, t tree, killedBy killReason) {
 		return
 	}
 	out.Usage.ForksRefused = n
-	if killedBy.kind == KilledProcesses {
+	if killedBy.Kind == KilledProcesses {
 		return
 	}
 	out.Stderr += fmt.Sprintf("[autobox: maxProcesses %d refused %d fork(s) of this command (EAGAIN: \"Cannot fork\", \"Resource temporarily unavailable\"); if it needs more processes and threads at once, raise maxProcesses]\n", c.limits.Processes, n)

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autobox-dev/autobox/ceiling"
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/jspool"
 	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/policy"
@@ -88,7 +89,7 @@ type Server struct {
 	exe     string
 	log     *slog.Logger
 	pool    *jspool.Pool
-	runner  runner
+	runner  cmdrun.Runner
 	store   *store.Store
 	scratch *scratchDirs
 	// defaultHosts is Options.AllowHosts, parsed.
@@ -108,7 +109,7 @@ type Server struct {
 	endLife   context.CancelFunc
 
 	mu       sync.Mutex
-	trees    map[tree]bool // running exec_command trees, killed by Close
+	trees    map[cmdrun.Tree]bool // running exec_command trees, killed by Close
 	inflight sync.WaitGroup
 	closed   bool
 }
@@ -154,7 +155,7 @@ func New(opts Options) (*Server, error) {
 	if s.pool, err = jspool.New(jspool.Options{Exe: exe, Size: size, Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log}); err != nil {
 		return nil, err
 	}
-	s.runner = newRunner(exe, opts.Unsafe)
+	s.runner = cmdrun.NewRunner(exe, opts.Unsafe)
 	s.scratch = newScratchDirs()
 	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
@@ -183,7 +184,7 @@ func (s *Server) Close() {
 	}
 	kills.Wait()
 	s.pool.Close()
-	s.runner.close()
+	s.runner.Close()
 	s.proxyOnce.Do(func() { s.proxyErr = errors.New("the server is closing") })
 	if s.proxy != nil {
 		s.proxy.Close()
@@ -201,7 +202,7 @@ func (s *Server) Close() {
 
 // track registers a running tree so Close can end it; the returned func forgets it.
 // It fails once the server is closing.
-func (s *Server) track(t tree) (func(), error) {
+func (s *Server) track(t cmdrun.Tree) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -209,7 +210,7 @@ func (s *Server) track(t tree) (func(), error) {
 		return nil, errors.New("the server is shutting down")
 	}
 	if s.trees == nil {
-		s.trees = map[tree]bool{}
+		s.trees = map[cmdrun.Tree]bool{}
 	}
 	s.trees[t] = true
 	return func() {

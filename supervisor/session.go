@@ -11,6 +11,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/session"
@@ -81,19 +82,6 @@ func (c *execCall) boundedTimeout(v *int) (int, error) {
 		return 0, fmt.Errorf("%w (with yieldMs, a session may run up to %d)", err, sessionTimeoutMs.max)
 	}
 	return ms, err
-}
-
-// interactiveRunner is a runner that can start sessions' commands: with an
-// input, and perhaps on a terminal (Linux's launcher).
-type interactiveRunner interface {
-	startInteractive(c *policy.Command, memory int64, stdout, stderr *os.File, in *jail.Interactive) (signalTree, error)
-}
-
-// signalTree is a tree whose command can be signalled ("SIGINT", "SIGTERM",
-// "SIGKILL" to its process group).
-type signalTree interface {
-	tree
-	Signal(sig string) error
 }
 
 // sessionIO is what a session's command reads and writes: pipes, or a terminal.
@@ -205,7 +193,7 @@ func ttyEnv(env []string) []string {
 // after at most yieldMs, with the ordinary result if the command has ended by
 // then, else with {running: true, sessionId, ...}.
 func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, start time.Time) (*ExecOutput, error) {
-	ir, ok := s.runner.(interactiveRunner)
+	ir, ok := s.runner.(cmdrun.InteractiveRunner)
 	if !ok {
 		return nil, fmt.Errorf("%w: sessions (yieldMs, tty) need the Linux launcher; run the command without them", ErrSandboxUnavailable)
 	}
@@ -220,7 +208,7 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 	}
 	// The call that starts a session may be cancelled while it waits for its
 	// first answer: the client never learns the id, so the session ends.
-	stopCancel := context.AfterFunc(ctx, func() { sess.kill(killReason{kind: KilledCancelled}) })
+	stopCancel := context.AfterFunc(ctx, func() { sess.kill(cmdrun.Reason{Kind: KilledCancelled}) })
 	stopProgress := reportProgress(ctx, start, *c.yield, func() string { return lastLine(s.sessions.Latest(sess.id)) })
 	a, err := s.sessions.Poll(context.Background(), sess.id, session.Wait{For: *c.yield})
 	stopProgress()
@@ -241,12 +229,12 @@ func (s *Server) startSession(ctx context.Context, in *ExecInput, c *execCall, s
 // startedSession is what startSession needs of a session it launched.
 type startedSession struct {
 	id   string
-	kill func(killReason)
+	kill func(cmdrun.Reason)
 }
 
 // launchSession starts the command of a session as ExecCommand starts one,
 // with pipes or a terminal, and opens its session in slot.
-func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *ExecInput, c *execCall, start time.Time, slot *session.Reservation[sessionEnd]) (*startedSession, error) {
+func (s *Server) launchSession(ctx context.Context, ir cmdrun.InteractiveRunner, in *ExecInput, c *execCall, start time.Time, slot *session.Reservation[sessionEnd]) (*startedSession, error) {
 	// A session holds its workspaces for its life: their sync is refused
 	// meanwhile, naming it.
 	leave, err := s.enter(ctx, c.mounts, store.User{Who: "session " + slot.ID() + " (" + displayCommand(in.Command) + ")", Session: true})
@@ -317,7 +305,7 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 			pc.Close()
 		}
 	}
-	tree, err := ir.startInteractive(cmd, int64(c.memoryMb)<<20, io.childOut, io.childErr, &jail.Interactive{Stdin: io.childIn, Terminal: io.tty})
+	tree, err := ir.StartInteractive(cmd, int64(c.memoryMb)<<20, io.childOut, io.childErr, &jail.Interactive{Stdin: io.childIn, Terminal: io.tty})
 	if err != nil {
 		closeProxy()
 		io.closeAll()
@@ -333,41 +321,38 @@ func (s *Server) launchSession(ctx context.Context, ir interactiveRunner, in *Ex
 		cleanup()
 		return nil, err
 	}
-	k := &killSwitch{tree: tree}
-	stopLimits := c.enforce(tree, k)
+	run := cmdrun.Enforce(tree, c.runLimits())
 	spec := &session.Spec[sessionEnd]{
 		Command:  displayCommand(in.Command),
 		Terminal: io.tty,
 		Stdin:    io.stdin, Stdout: io.stdout, Stderr: io.stderr,
 		Wait: func() sessionEnd {
-			res, werr := tree.Wait()
-			watched := stopLimits()
-			killedBy := k.settle()
+			end := run.Wait()
 			forget()
 			defer cleanup()
 			defer closeProxy()
-			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(watched.Merge(treeUsage(tree, res))), Isolation: isolationOf(tree)}
+			out := &ExecOutput{Unsandboxed: s.opts.Unsafe, Usage: usageOf(end.Usage), Isolation: cmdrun.Isolation(tree)}
 			ports.note(out)
-			out, err := c.ended(out, tree, res, werr, killedBy, scratch, pc)
+			out, err := c.ended(out, tree, end, scratch, pc)
 			if err != nil {
 				return sessionEnd{out: &ExecOutput{Stderr: err.Error() + "\n", Error: err.Error()}, isErr: true}
 			}
-			requested := killedBy == killReason{KilledSession, session.ClosedNote}
+			requested := end.KilledBy == cmdrun.Reason{Kind: KilledSession, Text: session.ClosedNote}
 			return sessionEnd{out: out, isErr: out.ExitCode == nil || out.Killed && !requested}
 		},
 		Signal: func(sig string) error { return signalSession(tree, io, sig) },
-		End:    k.endSession,
+		End:    func(note string) { run.Kill(cmdrun.Reason{Kind: KilledSession, Text: note}) },
 	}
 	sess := slot.Open(spec, start)
 	ports.named(sess.ID(), s.sessions)
-	return &startedSession{id: sess.ID(), kill: k.kill}, nil
+	return &startedSession{id: sess.ID(), kill: run.Kill}, nil
 }
 
 // signalSession sends sig (INT, TERM or KILL) to a session's command. On a
 // terminal, INT goes as Ctrl-C does: to the terminal's foreground process group
 // (the job a shell runs), by the kernel (TIOCSIG on the master); TERM and KILL,
 // and everything on pipes, go to the command's process group, by its launcher.
-func signalSession(t signalTree, io *sessionIO, sig string) error {
+func signalSession(t cmdrun.SignalTree, io *sessionIO, sig string) error {
 	if io.tty && sig == "INT" {
 		rc, err := io.stdin.SyscallConn()
 		if err != nil {

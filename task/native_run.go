@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/autobox-dev/autobox/cmdrun"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -69,7 +70,9 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 		}
 		return nil, fmt.Errorf("starting task %s in its sandbox: %w", rec.ID, err)
 	}
-	jp.watchLimits(n.o.Limits)
+	// No memory limit and no clock: a harness runs as long as it needs, with
+	// what memory the host has.
+	jp.run = cmdrun.Enforce(jp.tree, cmdrun.Limits{Command: n.o.Limits, Names: taskNames})
 	return jp, nil
 }
 
@@ -77,9 +80,8 @@ func (n *Native) start(ctx context.Context, rec record, argv []string, o WrapOpt
 // copier, since the launcher hands the command real file descriptors.
 type jailProc struct {
 	tree    *jail.Tree
-	watch   *watchdog.Watch // the limits the kernel does not hold the tree to
-	breach  chan limitKill  // the kill at a limit, once
-	writers []*os.File      // our copies of pipe write ends, closed once the launcher has started
+	run     *cmdrun.Run // holds the tree to the limits the kernel does not
+	writers []*os.File  // our copies of pipe write ends, closed once the launcher has started
 	copies  sync.WaitGroup
 	mu      sync.Mutex   // serialises the copiers: stdout and stderr may be one writer
 	stderr  io.Writer    // the run's stderr, for what the proxy refused
@@ -158,8 +160,8 @@ func (j *jailProc) closeProxy() proxy.Record {
 }
 
 func (j *jailProc) wait() (int, error) {
-	res, err := j.tree.Wait()
-	j.watch.Stop()
+	end := j.run.Wait()
+	res, err := end.Exit, end.Err
 	j.copies.Wait()
 	if j.proxy != nil {
 		for _, name := range res.Lookups {
@@ -171,17 +173,12 @@ func (j *jailProc) wait() (int, error) {
 			io.WriteString(j.stderr, block)
 		}
 	}
-	var killed limitKill
-	select {
-	case killed = <-j.breach:
-	default:
-	}
-	switch {
-	case killed.kind != 0:
+	switch killed := end.KilledBy; {
+	case killed.Kind != "":
 		if j.stderr != nil {
-			fmt.Fprintf(j.stderr, "autobox task run: %s\n", killed.text)
+			fmt.Fprintf(j.stderr, "autobox task run: %s\n", killed.Text)
 		}
-		return killed.code(), nil
+		return killCode(killed.Kind), nil
 	case err != nil:
 		return -1, fmt.Errorf("harness: %w", err)
 	case !res.Started:
@@ -192,34 +189,19 @@ func (j *jailProc) wait() (int, error) {
 	return res.ExitCode, nil
 }
 
+// kill ends the tree for a stop (ctx, a signal, `autobox task stop`), which
+// is no limit's: the run ends as the harness did.
 func (j *jailProc) kill() { j.tree.Kill() }
 
 // taskNames are the limits' names in `task run`'s texts: its flags.
 var taskNames = watchdog.Names{Processes: "--max-processes", Written: "--max-write-mb", CPU: "--cpu-ms"}
 
-// watchLimits starts the watchdog that kills the tree past a limit of l the
-// kernel does not hold it to (see package watchdog); wait tells the reason.
-func (j *jailProc) watchLimits(l *policy.Limits) {
-	j.breach = make(chan limitKill, 1)
-	wl := watchdog.Limits{Processes: l.Processes, Written: l.WriteBytes, CPU: l.CPU}
-	j.watch = watchdog.Start(j.tree.Pid(), wl, watchdog.Options{ExcludeRoot: true, Kernel: j.tree}, func(b watchdog.Breach) {
-		j.breach <- limitKill{b.Kind, b.Reason(wl, taskNames)}
-		go j.tree.Kill() // not on the watchdog's own goroutine: Kill waits for the tree
-	})
-}
-
-// limitKill is the limit the watchdog killed the tree at, and its text.
-type limitKill struct {
-	kind watchdog.Kind
-	text string
-}
-
-// code is run's exit status for the kill.
-func (k limitKill) code() int {
-	switch k.kind {
-	case watchdog.CPU:
+// killCode is run's exit status for a kill at a limit.
+func killCode(k cmdrun.KillKind) int {
+	switch k {
+	case cmdrun.KilledCPU:
 		return exitCPU
-	case watchdog.Disk:
+	case cmdrun.KilledDisk:
 		return exitDisk
 	}
 	return exitProcesses

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
 	"github.com/autobox-dev/autobox/jail"
@@ -340,6 +341,28 @@ func TestNativeLimits(t *testing.T) {
 	code, out = runScript(t, n, "lim", `for i in $(seq 12); do sleep 1 & done; wait; echo done`)
 	if !(code == 2 && strings.Contains(out, "Cannot fork")) && code != exitProcesses {
 		t.Errorf("12 sleeps under --max-processes 10: status %d\n%s", code, out)
+	}
+}
+
+// TestNativeCPULimit: a harness past --cpu-ms is killed with the reason on its
+// stderr and exit status 152, whether the watchdog or the kernel's RLIMIT_CPU
+// (which once ended it with the status alone) got there first; a harness
+// under it runs to its end.
+func TestNativeCPULimit(t *testing.T) {
+	root, tasks := newRepo(t), tasksDir(t)
+	n := newNative(t, root, tasks, &NativeOptions{Limits: &policy.Limits{Processes: 64, WriteBytes: 8 << 20, OpenFiles: 64, CPU: 500 * time.Millisecond}})
+	if code, out := runScript(t, n, "cpu", `echo under`); code != 0 || out != "under\n" {
+		t.Fatalf("a harness under --cpu-ms 500: status %d\n%s", code, out)
+	}
+	code, out := runScript(t, n, "cpu", `while :; do :; done`)
+	if code != exitCPU || !strings.Contains(out, "autobox task run: cpu limit exceeded (") || !strings.Contains(out, "--cpu-ms 500") {
+		t.Errorf("a busy loop past --cpu-ms 500: status %d\n%s", code, out)
+	}
+	// The kernel's end at RLIMIT_CPU is SIGXCPU, which the harness's shell
+	// sends itself here: the race above may never show it.
+	code, out = runScript(t, n, "cpu", `kill -XCPU $$`)
+	if code != exitCPU || !strings.Contains(out, "autobox task run: cpu limit exceeded (a process used the 1 s of RLIMIT_CPU that --cpu-ms 500 gives each; killed by the kernel)") {
+		t.Errorf("SIGXCPU under --cpu-ms 500: status %d\n%s", code, out)
 	}
 }
 

@@ -2,6 +2,7 @@ package test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,9 @@ import (
 // nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
 // imports nothing of ours; mcpstdio imports nothing of ours but internal helpers;
 // jspool (the JS worker pool and bridge) imports none of the server's packages;
-// enforcement and storage never import the server.
+// cmdrun (running one command tree) imports neither its users (the server, task)
+// nor the transport or the command line; enforcement and storage never import
+// the server.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -46,6 +49,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"jspool" && contains(serverSide, imp) {
 				t.Errorf("jspool imports %s; it must import none of %v", imp, serverSide)
+			}
+			if pkg == mod+"cmdrun" && slices.Contains([]string{mod + "supervisor", mod + "mcpstdio", mod + "cli", mod + "task"}, imp) {
+				t.Errorf("cmdrun imports %s; it must not import the server, the transport, the command line or task", imp)
 			}
 			checked++
 		}

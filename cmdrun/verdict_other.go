@@ -1,6 +1,6 @@
 //go:build !linux
 
-package supervisor
+package cmdrun
 
 // launcherExited cannot tell here: the server's clock alone decides (see timeUp).
-func launcherExited(tree) bool { return false }
+func launcherExited(Tree) bool { return false }

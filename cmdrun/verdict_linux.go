@@ -1,4 +1,4 @@
-package supervisor
+package cmdrun
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // launcher exits only once the command's whole tree has ended, so a tree whose
 // launcher has exited ended on its own, whatever the server's clock says (see
 // timeUp). WNOWAIT leaves the reaping to the tree's own waiter.
-func launcherExited(t tree) bool {
+func launcherExited(t Tree) bool {
 	pid := t.Pid()
 	if pid <= 0 {
 		return false

@@ -1,6 +1,6 @@
 //go:build linux
 
-package supervisor
+package cmdrun
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ import (
 // and makes no launcher pool that nobody would close; before close, the same
 // command gets its pool.
 func TestJailRunnerClosedRefuses(t *testing.T) {
-	r := newRunner("/nonexistent/autobox", true).(*jailRunner) // no launcher starts
+	r := NewRunner("/nonexistent/autobox", true).(*jailRunner) // no launcher starts
 	c := &policy.Command{Unsafe: true}
 	pool, err := r.ready(c)
 	if err != nil || pool == nil {
@@ -24,7 +24,7 @@ func TestJailRunnerClosedRefuses(t *testing.T) {
 	for range 8 {
 		wg.Go(func() { _, _ = r.ready(c) })
 	}
-	r.close()
+	r.Close()
 	wg.Wait()
 	if pool, err := r.ready(c); err == nil || !strings.Contains(err.Error(), "shutting down") || pool != nil {
 		t.Fatalf("after close: pool %v, %v", pool, err)

@@ -1,8 +1,8 @@
-package supervisor
+package cmdrun
 
 // The timeout verdict follows the command, not the server's clock alone.
 //
-// A call's time limit is a timer in this server. If the server is paused (SIGSTOP,
+// A call's time limit is a timer in this process. If the process is paused (SIGSTOP,
 // a suspended laptop, a starved VM) while the command runs, the timer and the
 // command's end become due together when it resumes, and which the Go runtime runs
 // first is chance: a command that exited 0 after 1 s of a 3 s limit was reported
@@ -11,11 +11,11 @@ package supervisor
 // once the tree is gone); then the kill would find nothing to kill, and the call is
 // answered with how the command ended.
 
-// timeUp is the time limit's action: kill t for "timeout", unless its tree had
+// timeUp is the time limit's action: kill r's tree for "timeout", unless it had
 // already ended.
-func timeUp(t tree, k *killSwitch) {
-	if launcherExited(t) {
+func (r *Run) timeUp() {
+	if launcherExited(r.tree) {
 		return
 	}
-	k.kill(killReason{kind: KilledTimeout})
+	r.Kill(Reason{Kind: KilledTimeout})
 }

@@ -1,4 +1,4 @@
-package supervisor
+package cmdrun
 
 import (
 	"errors"
@@ -12,18 +12,23 @@ import (
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// What a jail tree tells beyond the tree interface (see isolationTree).
+// What a jail tree tells beyond the Tree interface (see isolationTree).
 var (
+	_ SignalTree       = (*jail.Tree)(nil)
 	_ isolationTree    = (*jail.Tree)(nil)
 	_ oomTree          = (*jail.Tree)(nil)
 	_ usageTree        = (*jail.Tree)(nil)
 	_ memoryCgroupTree = (*jail.Tree)(nil)
+	_ privateRootTree  = (*jail.Tree)(nil)
+	_ forkCounter      = (*jail.Tree)(nil)
 	_ watchdog.Kernel  = (*jail.Tree)(nil)
+
+	_ InteractiveRunner = (*jailRunner)(nil)
 )
 
 // jailRunner runs commands through the `autobox worker exec` launcher under
 // Landlock + seccomp, and refuses when the host cannot enforce the call's policy.
-// Launchers are kept warm in a pool, made on the first exec_command call so a server
+// Launchers are kept warm in a pool, made on the first command so a server
 // that never runs commands never pays for idle launchers.
 type jailRunner struct {
 	exe    string
@@ -36,11 +41,14 @@ type jailRunner struct {
 // launcherPool is how many launchers wait for commands.
 const launcherPool = 2
 
-func newRunner(exe string, unsafe bool) runner { return &jailRunner{exe: exe, unsafe: unsafe} }
+// NewRunner returns the runner of exe (the autobox binary), whose launchers
+// run its commands; unsafe: the server runs commands without the sandbox where
+// the host cannot enforce it (--unsafe-no-sandbox).
+func NewRunner(exe string, unsafe bool) Runner { return &jailRunner{exe: exe, unsafe: unsafe} }
 
-// close closes the launcher pool; a command that comes after is refused, and
+// Close closes the launcher pool; a command that comes after is refused, and
 // makes no pool that nobody would close.
-func (r *jailRunner) close() {
+func (r *jailRunner) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
@@ -49,10 +57,7 @@ func (r *jailRunner) close() {
 	}
 }
 
-// ErrSandboxUnavailable: the host cannot enforce what a call needs.
-var ErrSandboxUnavailable = errors.New("sandbox unavailable")
-
-func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
+func (r *jailRunner) Start(c *policy.Command, memory int64, stdout, stderr *os.File) (Tree, error) {
 	pool, err := r.ready(c)
 	if err != nil {
 		return nil, err
@@ -64,7 +69,7 @@ func (r *jailRunner) start(c *policy.Command, memory int64, stdout, stderr *os.F
 	return t, nil
 }
 
-func (r *jailRunner) startInteractive(c *policy.Command, memory int64, stdout, stderr *os.File, in *jail.Interactive) (signalTree, error) {
+func (r *jailRunner) StartInteractive(c *policy.Command, memory int64, stdout, stderr *os.File, in *jail.Interactive) (SignalTree, error) {
 	pool, err := r.ready(c)
 	if err != nil {
 		return nil, err
@@ -95,7 +100,7 @@ func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 		// commands would then not get.
 		var base *policy.Sandbox
 		if !r.unsafe {
-			base = basePolicy()
+			base = BasePolicy()
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
 	}
@@ -106,9 +111,10 @@ func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 // threads are not the command's (see watchdog.Options).
 const rootIsLauncher = true
 
-// hardOpenFiles is the most open files a command may be allowed here: launchers
-// inherit this process's hard limit and cannot raise it.
-func hardOpenFiles() (uint64, bool) {
+// HardOpenFiles is the most open files a command may be allowed here, and
+// whether this host tells: launchers inherit this process's hard limit and
+// cannot raise it.
+func HardOpenFiles() (uint64, bool) {
 	n, err := jail.HardOpenFiles()
 	return n, err == nil
 }

@@ -1,18 +1,18 @@
-package supervisor
+package cmdrun
 
 import (
 	"testing"
 	"time"
 )
 
-// TestCallClockPauses: a paused clock does not fire until its last pause
+// TestClockPauses: a paused clock does not fire until its last pause
 // ends, then fires; a stopped one never does.
-func TestCallClockPauses(t *testing.T) {
+func TestClockPauses(t *testing.T) {
 	fired := make(chan struct{})
-	var k callClock
-	resume1 := k.pause() // before start: the clock waits too
-	k.start(20*time.Millisecond, func() { close(fired) })
-	resume2 := k.pause()
+	var k Clock
+	resume1 := k.Pause() // before start: the clock waits too
+	k.Start(20*time.Millisecond, func() { close(fired) })
+	resume2 := k.Pause()
 	resume1()
 	resume1() // once only
 	select {
@@ -28,11 +28,11 @@ func TestCallClockPauses(t *testing.T) {
 	}
 
 	// Stopped, it never runs again, paused and resumed or not.
-	var stopped callClock
-	stopped.start(time.Hour, func() { t.Error("a stopped clock fired") })
-	stopped.stop()
+	var stopped Clock
+	stopped.Start(time.Hour, func() { t.Error("a stopped clock fired") })
+	stopped.Stop()
 	timer := stopped.timer
-	resume := stopped.pause()
+	resume := stopped.Pause()
 	resume()
 	if stopped.timer != timer {
 		t.Error("a stopped clock was started again")

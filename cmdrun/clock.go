@@ -1,16 +1,17 @@
-package supervisor
+package cmdrun
 
 import (
 	"sync"
 	"time"
 )
 
-// callClock is a command's wall-clock limit (timeoutMs), which stops while the
-// user is asked about a host the command wants (askreach.go): the time the
-// user takes to answer is theirs, not the command's. Pauses may overlap (two
+// Clock is a command's wall-clock limit (timeoutMs), which its caller may
+// pause: the MCP server stops it while the user is asked about a host the
+// command wants, as the time the user takes to answer is theirs, not the
+// command's. Pauses may overlap (two
 // connections asking at once): the clock runs again when the last one ends.
 // Safe for concurrent use; the zero value is a clock not started yet.
-type callClock struct {
+type Clock struct {
 	mu     sync.Mutex
 	fire   func()
 	timer  *time.Timer
@@ -20,8 +21,8 @@ type callClock struct {
 	done   bool // fired or stopped: never runs again
 }
 
-// start runs the clock for d, then calls fire, unless paused meanwhile.
-func (k *callClock) start(d time.Duration, fire func()) {
+// Start runs the clock for d, then calls fire, unless paused meanwhile.
+func (k *Clock) Start(d time.Duration, fire func()) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.fire, k.left = fire, d
@@ -30,7 +31,7 @@ func (k *callClock) start(d time.Duration, fire func()) {
 	}
 }
 
-func (k *callClock) run() {
+func (k *Clock) run() {
 	if k.done || k.fire == nil {
 		return
 	}
@@ -44,8 +45,8 @@ func (k *callClock) run() {
 	})
 }
 
-// pause stops the clock until the returned func is called (once).
-func (k *callClock) pause() (resume func()) {
+// Pause stops the clock until the returned func is called (once).
+func (k *Clock) Pause() (resume func()) {
 	k.mu.Lock()
 	k.paused++
 	if k.paused == 1 && k.timer != nil && !k.done {
@@ -67,9 +68,9 @@ func (k *callClock) pause() (resume func()) {
 	}
 }
 
-// stop ends the clock: it never fires after stop returns, unless it fired
+// Stop ends the clock: it never fires after Stop returns, unless it fired
 // before.
-func (k *callClock) stop() {
+func (k *Clock) Stop() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.done = true

@@ -1,7 +1,6 @@
-package supervisor
+package cmdrun
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -11,20 +10,19 @@ import (
 	"github.com/autobox-dev/autobox/seatbelt"
 )
 
-// What a seatbelt tree tells beyond the tree interface (see isolationTree).
+// What a seatbelt tree tells beyond the Tree interface (see isolationTree).
 var _ isolationTree = (*seatbelt.Tree)(nil)
 
 // seatbeltRunner runs commands under /usr/bin/sandbox-exec.
 type seatbeltRunner struct{ unsafe bool }
 
-func newRunner(exe string, unsafe bool) runner { return &seatbeltRunner{unsafe: unsafe} }
+// NewRunner returns the runner of exe (the autobox binary); unsafe: the server
+// runs commands without the sandbox where the host cannot enforce it.
+func NewRunner(exe string, unsafe bool) Runner { return &seatbeltRunner{unsafe: unsafe} }
 
-func (r *seatbeltRunner) close() {}
+func (r *seatbeltRunner) Close() {}
 
-// ErrSandboxUnavailable: the host cannot enforce what a call needs.
-var ErrSandboxUnavailable = errors.New("sandbox unavailable")
-
-func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *os.File) (tree, error) {
+func (r *seatbeltRunner) Start(c *policy.Command, memory int64, stdout, stderr *os.File) (Tree, error) {
 	if err := seatbelt.Available(); err != nil && !c.Unsafe {
 		return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
 	}
@@ -39,9 +37,9 @@ func (r *seatbeltRunner) start(c *policy.Command, memory int64, stdout, stderr *
 // process is the command.
 const rootIsLauncher = false
 
-// hardOpenFiles is the most open files a command may be allowed here: this
+// HardOpenFiles is the most open files a command may be allowed here: this
 // process's hard limit, which its children cannot raise.
-func hardOpenFiles() (uint64, bool) {
+func HardOpenFiles() (uint64, bool) {
 	var l syscall.Rlimit
 	err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
 	return l.Max, err == nil
