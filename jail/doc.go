@@ -3,9 +3,9 @@
 // that thread starts, and process trees run through a launcher role of the
 // autobox binary (`autobox worker exec`, LauncherMain) that can kill
 // everything a command spawns (Start, Pool, Tree). WorkerSpawner and
-// EnterWorker are the JS worker's jail (workerjail_linux.go). Raw seccomp
-// programs are assembled in jail/seccomp. Other platforms compile a stub
-// that fails closed.
+// restrict.EnterWorker are the JS worker's jail (workerjail_linux.go); the
+// worker imports jail/restrict alone. Raw seccomp programs are assembled in
+// jail/seccomp. Other platforms compile a stub that fails closed.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without

@@ -19,16 +19,18 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/restrict"
 )
 
 // Native code under exactly the JS worker's jail. The test binary is started
 // the way the supervisor starts a worker (WorkerSpawner.Restrict on a thread
-// of its own, then WorkerSpawner.Start), calls EnterWorker first as `autobox
+// of its own, then WorkerSpawner.Start), calls restrict.EnterWorker first as `autobox
 // worker js --jailed` does, and then does what code that broke out of V8
 // would try, with raw system calls: open a file, connect over TCP and to a
 // unix socket, exec, fork, signal and ptrace another process, map a file
 // executable, make a namespace. Each probe runs on the main thread, on a
-// thread made before EnterWorker and on one made after. The positive control
+// thread made before restrict.EnterWorker and on one made after. The positive control
 // is the same binary and probes without the jail.
 
 const (
@@ -73,7 +75,7 @@ func workerHelperMain(jailed bool, probes []string) int {
 	_ = unix.Getrlimit(unix.RLIMIT_NPROC, &nproc)
 	say("nproc", strconv.FormatUint(nproc.Cur, 10))
 	if jailed {
-		say("enter", result(EnterWorker()))
+		say("enter", result(restrict.EnterWorker()))
 	}
 	for _, p := range probes {
 		if n, ok := strings.CutPrefix(p, "threads:"); ok {
@@ -317,7 +319,7 @@ func TestWorkerJailNativeCode(t *testing.T) {
 		}
 		got, pid, stderr, threads := runJailedHelper(t, code, args)
 		if got["enter"] != "ok" {
-			t.Fatalf("EnterWorker: %s\nstderr: %s", got["enter"], stderr)
+			t.Fatalf("restrict.EnterWorker: %s\nstderr: %s", got["enter"], stderr)
 		}
 		wantReported := map[string]bool{}
 		for _, p := range probes {
@@ -595,7 +597,7 @@ func TestWorkerThreadLimit(t *testing.T) {
 
 // TestWorkerRefusals reads the SIGSYS handler's reports back by name.
 func TestWorkerRefusals(t *testing.T) {
-	stderr := fmt.Sprintf("noise\n%s%d\n%s%d\n%s%d\nFatal error\n%s99999\n", refusedPrefix, unix.SYS_SOCKET, refusedPrefix, unix.SYS_PTRACE, refusedPrefix, unix.SYS_SOCKET, refusedPrefix)
+	stderr := fmt.Sprintf("noise\n%s%d\n%s%d\n%s%d\nFatal error\n%s99999\n", restrict.RefusedPrefix, unix.SYS_SOCKET, restrict.RefusedPrefix, unix.SYS_PTRACE, restrict.RefusedPrefix, unix.SYS_SOCKET, restrict.RefusedPrefix)
 	got := WorkerRefusals([]byte(stderr))
 	want := []string{"socket", "ptrace", "system call 99999"}
 	sort.Strings(got)

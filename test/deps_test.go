@@ -9,7 +9,8 @@ import (
 // TestImportDirection keeps the package graph one-way: only worker imports v8go;
 // nothing but cmd and cli imports supervisor; nothing imports cmd or cli; policy
 // imports nothing of ours; mcpstdio imports nothing of ours but internal helpers;
-// enforcement and storage never import the server.
+// enforcement and storage never import the server; jail/restrict imports
+// nothing of ours but jail/seccomp, and the JS worker imports it, not jail.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -39,6 +40,12 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"mcpstdio" && strings.HasPrefix(imp, mod) && !strings.HasPrefix(imp, mod+"internal/") {
 				t.Errorf("mcpstdio imports %s; it must import nothing of ours but internal helpers", imp)
+			}
+			if pkg == mod+"jail/restrict" && strings.HasPrefix(imp, mod) && imp != mod+"jail/seccomp" {
+				t.Errorf("jail/restrict imports %s; it must import nothing of ours but jail/seccomp", imp)
+			}
+			if strings.HasPrefix(pkg, mod+"worker") && imp == mod+"jail" {
+				t.Errorf("%s imports jail; the JS worker needs jail/restrict alone", pkg)
 			}
 			checked++
 		}
