@@ -352,9 +352,9 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	var pid int
 	var err error
 	if t.userns {
-		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", "exec"}, env, files, sys.Pdeathsig)
+		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", roleExec}, env, files, sys.Pdeathsig)
 	} else {
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", roleExec}, attr)
 	}
 	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.
@@ -364,7 +364,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		if uid, _, drop := CommandCredential(); drop {
 			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], dropUIDEnv+"="+strconv.Itoa(uid))
 		}
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", "exec"}, attr)
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", roleExec}, attr)
 	}
 	switch {
 	case err != nil && t.pidns && transientForkError(err):
