@@ -184,6 +184,11 @@ func startFromSpec(status *os.File) started {
 	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
 		pr = prepare(m.Base)
 		defer pr.close()
+		// Said, so that a pool (and its tests) can tell a launcher that is
+		// ready from one still preparing.
+		if err := writeFrame(status, &message{Type: msgPrepared}); err != nil {
+			return fail("", fmt.Errorf("reporting prepared: %w", err))
+		}
 		m, fds, err = readControl(ctl)
 	}
 	if errors.Is(err, io.EOF) {

@@ -63,6 +63,9 @@ type Tree struct {
 	// one; 0 before the start. See Shmem.
 	shmemBase atomic.Int64
 
+	// preparedCh is closed when the launcher reported it finished preparing
+	// for a pool's base (a prepared frame); never for a launcher not asked to.
+	preparedCh  chan struct{}
 	finished    chan struct{} // res and err are set: Wait returns
 	reaped      chan struct{} // the launcher is reaped
 	publishOnce sync.Once
@@ -173,7 +176,7 @@ func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 	}
 	defer statusW.Close()
 
-	t := &Tree{ctl: ctl, cgroup: cg, cmdcg: ccg, pidns: usePidNamespace(), finished: make(chan struct{}), reaped: make(chan struct{})}
+	t := &Tree{ctl: ctl, cgroup: cg, cmdcg: ccg, pidns: usePidNamespace(), preparedCh: make(chan struct{}), finished: make(chan struct{}), reaped: make(chan struct{})}
 	null := devnull.Fd()
 	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
 	for _, f := range ccg.files() {
@@ -426,6 +429,8 @@ func (t *Tree) readStatus(status *os.File) report {
 			break
 		}
 		switch m.Type {
+		case msgPrepared:
+			close(t.preparedCh) // the launcher sends it once, before any started frame
 		case msgStarted:
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
