@@ -14,7 +14,7 @@ import (
 // launcher may be started long before its command (Pool), so the command's
 // stdout and stderr travel with the spec as SCM_RIGHTS on a unix socket:
 //
-//	supervisor (Tree)                             launcher (LauncherMain)
+//	supervisor (Tree)                             launcher (launch)
 //	  spawn: fork+exec, fds 0-2 /dev/null,         fds >= 3 close-on-exec; subreaper;
 //	  in a new pid namespace where it can          main thread M (never restricted)
 //	                                               starts the command thread C
