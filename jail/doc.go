@@ -1,11 +1,20 @@
 // Package jail enforces a policy.Sandbox on Linux: Landlock, seccomp and
 // no_new_privs on one locked OS thread (RestrictThread), inherited by what
 // that thread starts, and process trees run through a launcher role of the
-// autobox binary (`autobox worker exec`, LauncherMain) that can kill
+// autobox binary (`autobox worker exec`, launch; dispatched by jail/launcher's
+// table from ChildRoles) that can kill
 // everything a command spawns (Start, Pool, Tree). WorkerSpawner and
-// EnterWorker are the JS worker's jail (workerjail_linux.go). Raw seccomp
-// programs are assembled in jail/seccomp. Other platforms compile a stub
-// that fails closed.
+// restrict.EnterWorker are the JS worker's jail (workerjail_linux.go); the
+// worker imports jail/restrict alone. Raw seccomp programs are assembled in
+// jail/seccomp. Other platforms compile a stub that fails closed.
+//
+// The package holds the code of two processes: the long-lived server's side
+// (Start, Pool, Tree, cgroup creation, probes, modes) and the one-shot
+// launcher's (launcher_linux.go and what it calls: rootfs, namespaces, the
+// transparent path, ports, the IPC watch, rlimits, the uid, Landlock,
+// seccomp), which share the wire format (spec.go, proto.go, codec*.go). The
+// launcher's entry and role table are jail/launcher's, the JS worker's own
+// step is jail/restrict's.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without
@@ -88,6 +97,10 @@
 // What `autobox worker exec` does between its start and the command's exec
 // (launcher_linux.go, each step in the function named), and why in that order:
 //
+//  0. init of the program (autobox's, or a test binary that plays it):
+//     launcher.LockMainThread keeps the main thread for the main goroutine;
+//     launcher.Main refuses to run a role without it, and the command
+//     thread checks it is not the main one (restrict.NotMainThread).
 //  1. launch, main thread (never restricted): descriptors 3 and up become
 //     close-on-exec; the OOM score and /proc/self/io are opened while the
 //     process is still dumpable; then PR_SET_DUMPABLE 0 and
@@ -97,7 +110,8 @@
 //  3. startFromSpec, while the spec has not come: Probe, the usual seccomp
 //     filter built; on a msgPrepare frame, prepare: the network namespace,
 //     the private root begun for the base policy, the base's Landlock ruleset,
-//     the capability bounding set dropped (prepare_linux.go).
+//     the capability bounding set dropped (prepare_linux.go), and
+//     {prepared} reported.
 //  4. startCommand: the spec's network (isolateNet), then its filesystem
 //     (isolate: mount namespace, the private root's binds and places, pivot;
 //     without a root the paths are rewritten, policy.RewriteCommand); ports

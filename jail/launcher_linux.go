@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/policy"
-
+	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Inherited descriptors of the launcher; see the diagram in proto.go.
@@ -34,15 +34,6 @@ const (
 	killPoll = 2 * time.Millisecond
 )
 
-// LauncherMain is the body of `autobox worker exec`: main() calls it before
-// anything else when its arguments are "worker exec". It never returns.
-func LauncherMain() {
-	if os.Getenv(userNSProbeEnv) == "1" {
-		os.Exit(probeInside())
-	}
-	os.Exit(launch())
-}
-
 // The launcher keeps itself out of its command's reach. One thread of it (see
 // commandThread) builds the command's root, restricts itself and starts the
 // command, and then exits, taking its Landlock domain with it: no thread left
@@ -57,8 +48,7 @@ func LauncherMain() {
 // the kernel's OOM killer takes the command's processes first.
 func launch() int {
 	// The main thread, whose id is the launcher's pid: never restricted. It
-	// reaps and kills. init() locked it already in autobox, not in tests.
-	runtime.LockOSThread()
+	// reaps and kills. The program's init locked it (launcher.Main checks).
 	status := os.NewFile(statusFD, "status")
 	fail := func(kind string, err error) int {
 		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
@@ -169,6 +159,11 @@ type started struct {
 // start on status.
 func commandThread(status *os.File, done chan<- started) {
 	runtime.LockOSThread()
+	if err := restrict.NotMainThread(); err != nil {
+		_ = writeFrame(status, &message{Type: msgError, Kind: errKindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
+		done <- started{exit: 2}
+		return
+	}
 	joinCmdCgroups()
 	done <- startFromSpec(status)
 }
@@ -189,6 +184,11 @@ func startFromSpec(status *os.File) started {
 	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
 		pr = prepare(m.Base)
 		defer pr.close()
+		// Said, so that a pool (and its tests) can tell a launcher that is
+		// ready from one still preparing.
+		if err := writeFrame(status, &message{Type: msgPrepared}); err != nil {
+			return fail("", fmt.Errorf("reporting prepared: %w", err))
+		}
 		m, fds, err = readControl(ctl)
 	}
 	if errors.Is(err, io.EOF) {

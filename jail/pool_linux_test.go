@@ -182,11 +182,10 @@ func testPoolPrepared(t *testing.T, m jailMode) {
 	c = create()
 	run("other network rights", network, (Probe().LandlockABI < abiNet || m.ns) && m.name != "user-namespaces", map[string]string{readA: "ok", readB: "ok", c: "ok"})
 
-	// Give the idle launcher time to prepare, then move b away and put a new
-	// directory in its place: the prepared rule holds the old directory.
-	for deadline := time.Now().Add(10 * time.Second); len(pool.ready) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-	}
-	time.Sleep(500 * time.Millisecond)
+	// Wait until the idle launcher has prepared (its prepared frame), then
+	// move b away and put a new directory in its place: the prepared rule
+	// holds the old directory.
+	waitPrepared(t, pool)
 	moved := b + ".moved"
 	if err := os.Rename(b, moved); err != nil {
 		t.Fatal(err)
@@ -245,4 +244,37 @@ func TestPoolRefills(t *testing.T) {
 		run()
 	}
 	full("after calls back to back")
+}
+
+// waitPrepared waits until an idle launcher of pool reported it finished
+// preparing for the pool's base, and leaves it parked. A launcher is taken
+// out to be waited on; if the pool's background refill parked another one
+// meanwhile, that one is waited on instead. The bound only keeps a broken
+// launcher from hanging the suite.
+func waitPrepared(t *testing.T, pool *Pool) {
+	t.Helper()
+	bound := time.After(time.Minute)
+	for {
+		var tree *Tree
+		select {
+		case tree = <-pool.ready:
+		case <-bound:
+			t.Fatal("no idle launcher in a minute")
+		}
+		select {
+		case <-tree.preparedCh:
+		case <-tree.finished:
+			release(tree)
+			t.Fatal("the idle launcher ended before it prepared")
+		case <-bound:
+			release(tree)
+			t.Fatal("the idle launcher did not report prepared in a minute")
+		}
+		select {
+		case pool.ready <- tree:
+			return
+		default:
+			release(tree)
+		}
+	}
 }

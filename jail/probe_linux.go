@@ -4,11 +4,10 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/jail/seccomp"
+	"github.com/autobox-dev/autobox/jail/restrict"
 )
 
 // Probe reports what this host can enforce. The result is computed once.
@@ -29,15 +28,7 @@ func probe() Status {
 	default:
 		s.Landlock = "landlock_create_ruleset: " + err.Error()
 	}
-	// SECCOMP_GET_ACTION_AVAIL answers only if filter mode is compiled in.
-	action := uint32(unix.SECCOMP_RET_ERRNO)
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
-	s.Seccomp = e == 0
-	if a, ok := seccomp.ArchFor(runtime.GOARCH); ok {
-		s.SeccompArch = a.Name
-	}
-	_, err = unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
-	s.NoNewPrivs = err == nil
+	s.Seccomp, s.SeccompArch, s.NoNewPrivs = restrict.SeccompSupport()
 	return s
 }
 

@@ -14,20 +14,21 @@ import (
 // launcher may be started long before its command (Pool), so the command's
 // stdout and stderr travel with the spec as SCM_RIGHTS on a unix socket:
 //
-//	supervisor (Tree)                             launcher (LauncherMain)
+//	supervisor (Tree)                             launcher (launch)
 //	  spawn: fork+exec, fds 0-2 /dev/null,         fds >= 3 close-on-exec; subreaper;
 //	  in a new pid namespace where it can          main thread M (never restricted)
 //	                                               starts the command thread C
 //	  Pool: ctl socket ── {prepare, base} ───────▶ C: private root with base's paths
 //	                                               (root only), Landlock ruleset with
 //	                                               base's rules, bounding set emptied
+//	  status pipe (fd 4) ◀── {prepared} ─────────── C: done preparing, waits for the spec
 //	  ctl socket (fd 3) ── {spec} + [out, err] ──▶ C: the spec's paths into the root,
 //	    (a session: {spec, stdin[, terminal]}      seal it; resolve argv[0]; restrict
 //	     + [in, out, err])                         C; fork+exec command (own pgrp,
 //	                                               fds 0=/dev/null,1=out,2=err; or
 //	                                               0=in; a terminal: own session,
 //	                                               in as controlling tty)
-//	  status pipe (fd 4) ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit;
+//	  status pipe        ◀── {started, pid} ────── ...or {spawn_error} / {error}, exit;
 //	                                               C exits, M: OOM score -1000, reap
 //	        ...command runs, writes straight into out and err...
 //	  status pipe        ◀── {ipc, bytes} ──────── when its System V memory changes
@@ -49,6 +50,7 @@ import (
 // itself (see Tree.Kill).
 const (
 	msgPrepare    = "prepare"
+	msgPrepared   = "prepared"
 	msgSpec       = "spec"
 	msgStarted    = "started"
 	msgSpawnError = "spawn_error"

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"unsafe"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -47,7 +46,7 @@ func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoo
 		return -1, err
 	}
 	if !o.GuardUnix {
-		if _, err := loadFilter(filter, 0); err != nil {
+		if _, err := restrict.LoadFilter(filter, 0); err != nil {
 			return -1, fmt.Errorf("%w: %w", ErrSandbox, err)
 		}
 		return -1, nil
@@ -55,9 +54,9 @@ func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoo
 	// Once the guard has taken a connect, its caller waits for the answer
 	// through any signal but a fatal one (Linux 5.19): the connect done on
 	// its behalf is not repeated by a restarted call.
-	listener, err := loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	listener, err := restrict.LoadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 	if errors.Is(err, unix.EINVAL) {
-		listener, err = loadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+		listener, err = restrict.LoadFilter(filter, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
 	}
 	if err != nil {
 		return -1, fmt.Errorf("%w: a seccomp filter with a listener for the unix socket guard: %w", ErrSandbox, err)
@@ -120,25 +119,5 @@ func buildSandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: building seccomp filter: %w", ErrSandbox, err)
 	}
-	return sockFilter(raw), nil
-}
-
-func sockFilter(raw []bpf.RawInstruction) []unix.SockFilter {
-	insns := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		insns[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return insns
-}
-
-// loadFilter installs a filter on the calling thread (all threads with TSYNC).
-// With TSYNC a positive return is the id of a thread that could not be synced.
-func loadFilter(insns []unix.SockFilter, flags uintptr) (int, error) {
-	prog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
-	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
-	runtime.KeepAlive(insns)
-	if e != 0 {
-		return 0, fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", e)
-	}
-	return int(r), nil
+	return restrict.SockFilter(raw), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -12,12 +13,12 @@ import (
 var (
 	// ErrUnsupported: this host cannot enforce what the policy needs (no
 	// Landlock, an old Landlock ABI, no seccomp, an unsupported platform).
-	ErrUnsupported = errors.New("jail: sandbox not enforceable on this host")
+	ErrUnsupported = restrict.ErrUnsupported
 	// ErrPolicy: the policy cannot be expressed (for example a DenyWrite
 	// path beneath a ReadWrite path, which Landlock cannot subtract).
 	ErrPolicy = errors.New("jail: policy cannot be enforced as written")
 	// ErrSandbox: applying the restrictions failed in the launcher.
-	ErrSandbox = errors.New("jail: applying the sandbox failed")
+	ErrSandbox = restrict.ErrSandbox
 	// ErrLauncher: the launcher failed or died without reporting the
 	// command's exit status.
 	ErrLauncher = errors.New("jail: launcher failed")

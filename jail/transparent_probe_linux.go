@@ -10,18 +10,6 @@ import (
 	"syscall"
 )
 
-// transparentProbeEnv makes this program, at its start, set up the
-// transparent path in the network namespace it was started in and exit
-// (probeTransparentInside): how TransparentNetwork learns whether the
-// kernel lets a launcher do it.
-const transparentProbeEnv = "AUTOBOX_TRANSPARENT_PROBE"
-
-func init() {
-	if os.Getenv(transparentProbeEnv) == "1" {
-		os.Exit(probeTransparentInside())
-	}
-}
-
 // TransparentNetwork reports whether a command with allowHosts also gets the
 // transparent path (every program's connections and lookups, not only those
 // of tools that read the proxy variables), and if not, why not. Probed once,
@@ -43,12 +31,12 @@ var transparentProbe = sync.OnceValue(func() error {
 		return fmt.Errorf("finding this program: %w", err)
 	}
 	sys := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	env := []string{transparentProbeEnv + "=1"}
+	env := []string{} // not nil: nothing of this environment
 	if launcherMode() == nsUser {
 		userNSAttr(sys)
 		env = append(env, userNSEnv+"=1")
 	}
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, "worker", roleTransparentProbe)
 	cmd.Env = env
 	cmd.SysProcAttr = sys
 	return runProbe(cmd)

@@ -68,9 +68,6 @@ const (
 // userNSEnv tells a launcher that it runs in a user namespace of its own.
 const userNSEnv = "AUTOBOX_USERNS"
 
-// userNSProbeEnv makes `autobox worker exec` run probeInside and exit.
-const userNSProbeEnv = "AUTOBOX_USERNS_PROBE"
-
 // launcherCaps are the capabilities a user-namespace launcher keeps across
 // its exec, inside its namespace: CAP_SYS_ADMIN for the mount namespace,
 // the private root and /proc; CAP_NET_ADMIN to bring loopback up in its
@@ -197,7 +194,7 @@ func probeUserNamespaces(exe string) error {
 		// Pdeathsig is the forking thread's: locked until the probe is
 		// reaped, and never unlocked, so that the thread ends with it.
 		runtime.LockOSThread()
-		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", "exec"}, []string{userNSProbeEnv + "=1", userNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
+		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", roleUserNSProbe}, []string{userNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
 		w.Close()
 		if err != nil {
 			done <- ended{err: err}

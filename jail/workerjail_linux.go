@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -34,7 +35,7 @@ import (
 //     commands (seccomp.Sandbox: no namespaces, no ptrace, no sockets but
 //     unix pairs, ...) right before it execs the worker.
 //  3. In the worker, before it reads anything from the supervisor
-//     (EnterWorker): the worker's allow-list (seccomp.Worker), on every
+//     (restrict.EnterWorker): the worker's allow-list (seccomp.Worker), on every
 //     thread at once (SECCOMP_FILTER_FLAG_TSYNC: V8 starts threads while
 //     the package initialises). No exec, no open, no socket, no fork: threads
 //     only, signals to itself only. A refused call is reported on stderr
@@ -173,53 +174,18 @@ func (s *WorkerSpawner) probeNamespaces() (workerNS, error) {
 	return workerNS{}, fmt.Errorf("making a JS worker's namespaces: %w (tried 5 times)", err)
 }
 
-// EnterWorker loads the worker's allow-list on every thread of this process
-// (see the comment at the top of this file). It is the first thing `autobox
-// worker js --jailed` does, before it reads anything from the supervisor.
-func EnterWorker() error {
-	st := Probe()
-	if !st.Seccomp || st.SeccompArch == "" || !st.NoNewPrivs {
-		return fmt.Errorf("%w: seccomp %v, arch %q, no_new_privs %v", ErrUnsupported, st.Seccomp, st.SeccompArch, st.NoNewPrivs)
-	}
-	arch, _ := seccomp.ArchFor(runtime.GOARCH)
-	trap := reportRefusals()
-	raw, err := seccomp.Worker(arch, seccomp.WorkerOptions{Pid: uint32(unix.Getpid()), NoTrap: !trap})
-	if err != nil {
-		return fmt.Errorf("%w: building the worker's seccomp filter: %w", ErrSandbox, err)
-	}
-	// no_new_privs is per thread and must be set on the thread that installs
-	// the filter; TSYNC sets it on the others. Stay on one thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("%w: PR_SET_NO_NEW_PRIVS: %w", ErrSandbox, err)
-	}
-	tid, err := loadFilter(sockFilter(raw), unix.SECCOMP_FILTER_FLAG_TSYNC)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSandbox, err)
-	}
-	if tid != 0 {
-		return fmt.Errorf("%w: thread %d has a seccomp filter the caller lacks; TSYNC refused", ErrSandbox, tid)
-	}
-	return nil
-}
-
-// refusedPrefix starts the line a worker's SIGSYS handler writes to stderr
-// for each call its filter refuses (see workersigsys_linux.go).
-const refusedPrefix = "autobox-worker-seccomp: refused system call "
-
 // WorkerRefusals returns the system calls a worker's stderr reports its
 // filter refused, by name, each once, in the order first reported.
 func WorkerRefusals(stderr []byte) []string {
 	arch, ok := seccomp.ArchFor(runtime.GOARCH)
-	if !ok || !bytes.Contains(stderr, []byte(refusedPrefix)) {
+	if !ok || !bytes.Contains(stderr, []byte(restrict.RefusedPrefix)) {
 		return nil
 	}
 	var names []string
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(stderr))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), refusedPrefix)
+		rest, ok := strings.CutPrefix(sc.Text(), restrict.RefusedPrefix)
 		if !ok {
 			continue
 		}

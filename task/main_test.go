@@ -4,15 +4,19 @@ import (
 	"os"
 	"testing"
 
-	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/jail/launcher"
 )
 
+// The main thread of a launcher is never restricted: locked here, as autobox locks it.
+func init() { launcher.LockMainThread(os.Args) }
+
 // TestMain lets the test binary play autobox: `worker exec` is jail's launcher (jail.Start
-// runs os.Executable() with it) and `task ...` is Main (what Native.Wrap's argv runs).
+// runs os.Executable() with it, dispatched by jail/launcher) and `task ...` is Main (what
+// Native.Wrap's argv runs).
 func TestMain(m *testing.M) {
 	switch {
-	case len(os.Args) > 2 && os.Args[1] == "worker" && os.Args[2] == "exec":
-		jail.LauncherMain()
+	case launcher.IsChild(os.Args):
+		launcher.Main(os.Args)
 	case len(os.Args) > 1 && os.Args[1] == "task":
 		os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -13,7 +13,9 @@ import (
 // jspool (the JS worker pool and bridge) imports none of the server's packages;
 // cmdrun (running one command tree) imports neither its users (the server, task)
 // nor the transport or the command line; enforcement and storage never import
-// the server.
+// the server; jail/restrict imports nothing of ours but jail/seccomp, and the JS
+// worker imports it, not jail; jail/launcher is imported by cmd/autobox alone
+// (jail never imports it).
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -28,6 +30,9 @@ func TestImportDirection(t *testing.T) {
 		mod + "test/probe":  {},
 		mod + "proxy":       {mod + "supervisor", mod + "jspool", mod + "task", mod + "cmd/autobox"},
 		mod + "cmd/autobox": {},
+		// The child side's entry, and what the speed issue's small launcher
+		// binary is built from: only the program (and tests that play it).
+		mod + "jail/launcher": {mod + "cmd/autobox"},
 	}
 	// serverSide are the packages of the server and its callers, which the JS
 	// worker pool serves and must not reach back into.
@@ -52,6 +57,12 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"cmdrun" && slices.Contains([]string{mod + "supervisor", mod + "mcpstdio", mod + "cli", mod + "task"}, imp) {
 				t.Errorf("cmdrun imports %s; it must not import the server, the transport, the command line or task", imp)
+			}
+			if pkg == mod+"jail/restrict" && strings.HasPrefix(imp, mod) && imp != mod+"jail/seccomp" {
+				t.Errorf("jail/restrict imports %s; it must import nothing of ours but jail/seccomp", imp)
+			}
+			if strings.HasPrefix(pkg, mod+"worker") && imp == mod+"jail" {
+				t.Errorf("%s imports jail; the JS worker needs jail/restrict alone", pkg)
 			}
 			checked++
 		}

@@ -5,19 +5,19 @@ package worker
 import (
 	"errors"
 
-	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/jail/restrict"
 )
 
 // enterJail finishes the jail. The supervisor starts workers confined
 // (Landlock, no_new_privs, the sandbox's seccomp filter, a user and pid namespace
-// of their own where the host allows: see jail.WorkerSpawner), so every thread of
+// of their own where the host allows: see jail.WorkerSpawner and restrict.EnterWorker), so every thread of
 // this process is born confined; what is left, before anything is read from the
 // supervisor, is the worker's seccomp allow-list on every thread (V8's started at
 // package init).
 func enterJail(stage string) error {
 	switch stage {
 	case JailedFlag:
-		return jail.EnterWorker()
+		return restrict.EnterWorker()
 	case UnjailedFlag:
 		return nil
 	}

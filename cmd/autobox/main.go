@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"github.com/autobox-dev/autobox/cli"
-	"github.com/autobox-dev/autobox/jail"
+	"github.com/autobox-dev/autobox/jail/launcher"
 	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/proxy"
 	"github.com/autobox-dev/autobox/seatbelt"
@@ -31,10 +31,11 @@ import (
 func init() {
 	// A worker restricts the thread it runs on and then execs or forks from it; the
 	// main goroutine must own the main thread from the start so no other goroutine
-	// ever runs on a restricted thread.
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
-		runtime.LockOSThread()
-	}
+	// ever runs on a restricted thread (launcher.Main refuses to run a role without).
+	launcher.LockMainThread(os.Args)
+	launcher.Register("js", func(args []string) int { worker.Main(args); return 2 })
+	launcher.Register(seatbelt.LimitsRole, func(args []string) int { seatbelt.LimitsMain(args); return 2 }) // macOS: a command's rlimits, then sandbox-exec
+	launcher.Register("connect", proxy.ConnectMain)
 }
 
 const usage = `autobox: a sandboxed place for AI agents to run code and shell commands.
@@ -99,19 +100,8 @@ func tuneGC() {
 
 func main() {
 	args := os.Args[1:]
-	if len(args) >= 2 && args[0] == "worker" {
-		switch args[1] {
-		case "js":
-			worker.Main(args[2:])
-		case "exec":
-			jail.LauncherMain()
-		case seatbelt.LimitsRole: // macOS: a command's rlimits, then sandbox-exec
-			seatbelt.LimitsMain(args[2:])
-		case "connect":
-			os.Exit(proxy.ConnectMain(args[2:]))
-		}
-		fmt.Fprintf(os.Stderr, "autobox worker: unknown role %q\n", args[1])
-		os.Exit(2)
+	if launcher.IsChild(os.Args) {
+		launcher.Main(os.Args) // never returns
 	}
 	tuneGC()
 	if len(args) == 0 {

@@ -1,11 +1,11 @@
 //go:build linux && cgo
 
-package jail
+package restrict
 
 // The worker's SIGSYS handler. Its filter refuses with SECCOMP_RET_TRAP, so
 // the kernel raises SIGSYS on the thread that made the call instead of
 // running it. The handler writes one line to stderr (fd 2, the pipe the
-// supervisor reads), "autobox-worker-seccomp: refused system call N", and
+// supervisor reads), RefusedPrefix and the call's number, and
 // sets the call's return value to minus the errno the filter put in the
 // trap's data (si_errno): to the code that made it, the call failed as with
 // SECCOMP_RET_ERRNO. It makes one system call, write, which the filter
@@ -13,21 +13,13 @@ package jail
 //
 // The handler replaces the Go runtime's for SIGSYS, which would end the
 // process; Go itself never uses the signal.
-//
-// cloneProbe is here too: it makes a child with the given clone flags that
-// exits at once, to find out whether the host allows them.
 
 /*
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -67,48 +59,9 @@ static int autobox_report_refusals(void) {
 	sigemptyset(&sa.sa_mask);
 	return sigaction(SIGSYS, &sa, NULL);
 }
-
-static int autobox_exit_at_once(void *arg) {
-	syscall(SYS_exit, 0);
-	return 0;
-}
-
-// autobox_clone_probe returns 0, or the errno of the clone or of the wait.
-static int autobox_clone_probe(int flags) {
-	const size_t stack_size = 64 * 1024;
-	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return errno;
-	// No handler of the Go runtime may run in a child that shares its memory.
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int pid = clone(autobox_exit_at_once, stack + stack_size, flags | CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
-	int err = pid < 0 ? errno : 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, stack_size);
-	if (pid < 0)
-		return err;
-	int status;
-	while (waitpid(pid, &status, __WALL) < 0)
-		if (errno != EINTR)
-			return errno;
-	return 0;
-}
 */
 import "C"
-
-import "syscall"
 
 // reportRefusals installs the SIGSYS handler above for the whole process
 // and reports whether it did.
 func reportRefusals() bool { return C.autobox_report_refusals() == 0 }
-
-// cloneProbe makes a child with flags (CLONE_VM, CLONE_VFORK and SIGCHLD
-// added) that exits at once, and reaps it.
-func cloneProbe(flags int) error {
-	if e := C.autobox_clone_probe(C.int(flags)); e != 0 {
-		return syscall.Errno(e)
-	}
-	return nil
-}
