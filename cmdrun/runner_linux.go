@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/autobox-dev/autobox/internal/flaghint"
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -95,12 +96,12 @@ func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 		return nil, errors.New("the server is shutting down")
 	}
 	if r.pool == nil {
-		// Idle launchers prepare the sandbox every command's extends. Not for a
-		// server run without the sandbox: preparing drops capabilities that its
-		// commands would then not get.
+		// Idle launchers prepare the sandbox every command's extends
+		// (syspaths.Base). Not for a server run without the sandbox:
+		// preparing drops capabilities that its commands would then not get.
 		var base *policy.Sandbox
 		if !r.unsafe {
-			base = BasePolicy()
+			base = syspaths.Base()
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
 	}
