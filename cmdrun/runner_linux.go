@@ -1,12 +1,9 @@
 package cmdrun
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"sync"
 
-	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
@@ -87,13 +84,13 @@ func (r *jailRunner) StartInteractive(c *policy.Command, memory int64, stdout, s
 func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
-			return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
+			return nil, &UnavailableError{Why: err}
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, errors.New("the server is shutting down")
+		return nil, ErrClosed
 	}
 	if r.pool == nil {
 		// Idle launchers prepare the sandbox every command's extends

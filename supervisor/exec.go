@@ -276,7 +276,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		stdout.abort()
 		stderr.abort()
-		return nil, err
+		return nil, runnerRefusal(err)
 	}
 	out.Unsandboxed = s.opts.Unsafe
 	forget, err := s.track(tree)
