@@ -216,12 +216,16 @@ func TestExitStatuses(t *testing.T) {
 	}{
 		{supervisor.JSOutput{OK: true}, 0},
 		{supervisor.JSOutput{Error: msg("Error: boom")}, ExitFailed},
-		{supervisor.JSOutput{Error: msg("TimeoutError: execution exceeded 60ms")}, ExitTimeout},
-		{supervisor.JSOutput{Error: msg("MemoryLimitError: the isolate's heap exceeded memoryMb (16 MB)")}, ExitMemory},
+		{supervisor.JSOutput{Error: msg("TimeoutError: execution exceeded 60ms"), EndedAt: supervisor.JSTimeout}, ExitTimeout},
+		{supervisor.JSOutput{Error: msg("MemoryLimitError: the isolate's heap exceeded memoryMb (16 MB)"), EndedAt: supervisor.JSMemory}, ExitMemory},
 		{supervisor.JSOutput{Error: msg("Error: TimeoutError: not really")}, ExitFailed},
+		// A script's own error named as a limit's is the script's failure:
+		// the limit is EndedAt, never the text.
+		{supervisor.JSOutput{Error: msg("TimeoutError: execution exceeded 60ms")}, ExitFailed},
+		{supervisor.JSOutput{Error: msg("MemoryLimitError: thrown by the script")}, ExitFailed},
 	} {
 		if got := e.jsStatus(&c.out); got != c.want {
-			t.Errorf("jsStatus(%q) = %d, want %d", *c.out.Error, got, c.want)
+			t.Errorf("jsStatus(%+v) = %d, want %d", c.out, got, c.want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/supervisor"
@@ -137,20 +136,18 @@ func (e *env) readCode(src string) (string, error) {
 	return string(b), nil
 }
 
-// jsStatus is the exit status of a finished execute_js call. The kind of failure is
-// only in the result's error text, whose leading error names ("TimeoutError: ...",
-// "MemoryLimitError: ...") are the tool's documented result shapes.
+// jsStatus is the exit status of a finished execute_js call: the limit it
+// ended at is the result's EndedAt (never its error text, which a script's own
+// thrown error can imitate).
 func (e *env) jsStatus(out *supervisor.JSOutput) int {
 	if out.OK {
 		return ExitOK
 	}
-	if out.Error != nil {
-		switch name, _, _ := strings.Cut(*out.Error, ":"); name {
-		case "TimeoutError":
-			return ExitTimeout
-		case "MemoryLimitError":
-			return ExitMemory
-		}
+	switch out.EndedAt {
+	case supervisor.JSTimeout:
+		return ExitTimeout
+	case supervisor.JSMemory:
+		return ExitMemory
 	}
 	if e.ctx.Err() != nil {
 		return ExitInterrupted

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -18,7 +19,7 @@ var taskish = watchdog.Names{Memory: "--memory", Processes: "--max-processes", W
 // does), in a sandbox of the system paths and a scratch dir, with limits l.
 func startTree(t *testing.T, script string, l *policy.Limits) Tree {
 	t.Helper()
-	if err := jail.Probe().Check(BasePolicy()); err != nil {
+	if err := jail.Probe().Check(syspaths.Base()); err != nil {
 		t.Skipf("no sandbox here: %v", err)
 	}
 	exe, err := os.Executable()
@@ -37,7 +38,7 @@ func startTree(t *testing.T, script string, l *policy.Limits) Tree {
 			t.Fatal(err)
 		}
 	}
-	sb := *BasePolicy()
+	sb := *syspaths.Base()
 	sb.ReadWrite, sb.Tmp = []string{dir}, dir
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {

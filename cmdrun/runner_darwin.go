@@ -1,11 +1,9 @@
 package cmdrun
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 
-	"github.com/autobox-dev/autobox/internal/flaghint"
 	"github.com/autobox-dev/autobox/policy"
 	"github.com/autobox-dev/autobox/seatbelt"
 )
@@ -24,7 +22,7 @@ func (r *seatbeltRunner) Close() {}
 
 func (r *seatbeltRunner) Start(c *policy.Command, memory int64, stdout, stderr *os.File) (Tree, error) {
 	if err := seatbelt.Available(); err != nil && !c.Unsafe {
-		return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
+		return nil, &UnavailableError{Why: err}
 	}
 	t, err := seatbelt.Start(c, stdout, stderr)
 	if err != nil {

@@ -1,12 +1,10 @@
 package cmdrun
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"sync"
 
-	"github.com/autobox-dev/autobox/internal/flaghint"
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/internal/watchdog"
 	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/policy"
@@ -86,21 +84,21 @@ func (r *jailRunner) StartInteractive(c *policy.Command, memory int64, stdout, s
 func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 	if !c.Unsafe {
 		if err := jail.Probe().Check(&c.Sandbox); err != nil {
-			return nil, fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, err, flaghint.Serve(flaghint.UnsafeNoSandbox))
+			return nil, &UnavailableError{Why: err}
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, errors.New("the server is shutting down")
+		return nil, ErrClosed
 	}
 	if r.pool == nil {
-		// Idle launchers prepare the sandbox every command's extends. Not for a
-		// server run without the sandbox: preparing drops capabilities that its
-		// commands would then not get.
+		// Idle launchers prepare the sandbox every command's extends
+		// (syspaths.Base). Not for a server run without the sandbox:
+		// preparing drops capabilities that its commands would then not get.
 		var base *policy.Sandbox
 		if !r.unsafe {
-			base = BasePolicy()
+			base = syspaths.Base()
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
 	}

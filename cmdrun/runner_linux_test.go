@@ -3,7 +3,7 @@
 package cmdrun
 
 import (
-	"strings"
+	"errors"
 	"sync"
 	"testing"
 
@@ -26,7 +26,7 @@ func TestJailRunnerClosedRefuses(t *testing.T) {
 	}
 	r.Close()
 	wg.Wait()
-	if pool, err := r.ready(c); err == nil || !strings.Contains(err.Error(), "shutting down") || pool != nil {
+	if pool, err := r.ready(c); !errors.Is(err, ErrClosed) || pool != nil {
 		t.Fatalf("after close: pool %v, %v", pool, err)
 	}
 	if r.pool == nil {

@@ -3,9 +3,7 @@
 package cmdrun
 
 import (
-	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -20,7 +18,7 @@ func NewRunner(exe string, unsafe bool) Runner { return refusingRunner{} }
 func (refusingRunner) Close() {}
 
 func (refusingRunner) Start(c *policy.Command, memory int64, stdout, stderr *os.File) (Tree, error) {
-	return nil, fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
+	return nil, &UnavailableError{}
 }
 
 const rootIsLauncher = false

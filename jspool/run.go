@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/watchdog"
@@ -37,6 +38,34 @@ type Request struct {
 	// Log receives each console line as the worker sends it (with Run.Progress);
 	// nil: none are wanted.
 	Log func(line string)
+}
+
+// The limits of its own a call may end at (errors.Is on Result.Err), for
+// callers that branch on them: never on Err's text, which a script's own
+// thrown error can imitate.
+var (
+	ErrTimeout     = errors.New("the call's time limit (timeoutMs)")
+	ErrMemoryLimit = errors.New("the call's memory limit (memoryMb)")
+)
+
+// limitError is a call ended at one of its limits: its text, as execute_js
+// reports it, and which limit (errors.Is).
+type limitError struct {
+	limit error
+	text  string
+}
+
+func (e *limitError) Error() string        { return e.text }
+func (e *limitError) Is(target error) bool { return target == e.limit }
+
+func limitErr(limit error, format string, a ...any) error {
+	return &limitError{limit: limit, text: fmt.Sprintf(format, a...)}
+}
+
+// killedBy reports whether the process ended by signal sig.
+func killedBy(ps *os.ProcessState, sig syscall.Signal) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
 // Result is how one call ended.
@@ -97,9 +126,9 @@ func converse(ctx context.Context, w *jsWorker, req *Request, b *bridge) (*proto
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
 		case breach.Load() != 0:
-			return nil, fmt.Errorf("MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", breach.Load()>>20, req.Run.MemoryMb)
+			return nil, limitErr(ErrMemoryLimit, "MemoryLimitError: the worker used %d MB, more than memoryMb (%d MB) allows for heap plus buffers; the isolate was terminated (RSS watchdog)", breach.Load()>>20, req.Run.MemoryMb)
 		case expired():
-			return nil, fmt.Errorf("TimeoutError: execution exceeded %dms", req.Run.TimeoutMs)
+			return nil, limitErr(ErrTimeout, "TimeoutError: execution exceeded %dms", req.Run.TimeoutMs)
 		default:
 			return nil, w.crashError(&req.Run, err)
 		}
@@ -139,12 +168,12 @@ func workerRSSLimit(memoryMb int) int64 {
 func (w *jsWorker) crashError(run *proto.Run, readErr error) error {
 	desc := w.describeExit(readErr)
 	if isHeapExhaustion(w.stderr.Bytes()) {
-		return fmt.Errorf("MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", run.MemoryMb)
+		return limitErr(ErrMemoryLimit, "MemoryLimitError: the isolate's heap exceeded memoryMb (%d MB); the isolate was terminated", run.MemoryMb)
 	}
 	// The worker's CPU time is capped at its call's time limit (RLIMIT_CPU, whole
 	// seconds): the kernel's SIGKILL at the cap is the time limit too.
-	if ps := w.state; ps != nil && strings.Contains(desc, "killed by signal killed") && ps.UserTime()+ps.SystemTime() >= time.Duration(run.TimeoutMs)*time.Millisecond {
-		return fmt.Errorf("TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", run.TimeoutMs)
+	if ps := w.state; ps != nil && killedBy(ps, syscall.SIGKILL) && ps.UserTime()+ps.SystemTime() >= time.Duration(run.TimeoutMs)*time.Millisecond {
+		return limitErr(ErrTimeout, "TimeoutError: execution exceeded %dms (of CPU time: the worker's cap)", run.TimeoutMs)
 	}
 	return fmt.Errorf("Error: the JS worker crashed (%s)", desc)
 }

@@ -276,7 +276,7 @@ func (s *Server) ExecCommand(ctx context.Context, in *ExecInput) (*ExecOutput, e
 	if err != nil {
 		stdout.abort()
 		stderr.abort()
-		return nil, err
+		return nil, runnerRefusal(err)
 	}
 	out.Unsandboxed = s.opts.Unsafe
 	forget, err := s.track(tree)
@@ -373,9 +373,10 @@ func (c *execCall) ended(out *ExecOutput, tree cmdrun.Tree, end cmdrun.End, scra
 // commandPolicy is the allowlist for one command: system directories read-only, ro
 // mounts read-only, rw mounts and scratch writable; nothing else.
 func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.Sandbox {
-	sb := *cmdrun.BasePolicy()
+	// Every path is canonical: system paths resolved by syspaths, mounts and
+	// workspaces checked by validation, scratch dirs resolved when made.
+	sb := *syspaths.Base()
 	sb.AllowNetwork = net.open || net.proxied()
-	sb.ReadOnly = append([]string(nil), sb.ReadOnly...)
 	if net.proxied() {
 		// A network of its own with only the proxy in it (its port: see
 		// proxySetup), and a name service of its own: none of the host's
@@ -383,8 +384,7 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 		sb.PrivateNetwork = true
 	}
 	if net.open {
-		sb.ReadOnly = append(sb.ReadOnly, syspaths.SystemPaths().Network...)
-		sb.Links = append(append([]string(nil), sb.Links...), syspaths.SystemPaths().NetworkLinks...)
+		syspaths.HostResolver(&sb)
 	}
 	sb.ReadWrite = []string{scratch}
 	sb.Tmp = scratch

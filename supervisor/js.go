@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,6 +42,32 @@ type JSOutput struct {
 	Network    *proxy.Record `json:"network,omitempty" jsonschema:"with allowHosts: the hosts fetched from and the connections refused, with why"`
 	Mounts     []MountReport `json:"mounts,omitempty" jsonschema:"the mounts the code ran with, each with the host directory it resolved to"`
 	Isolation  string        `json:"isolation,omitempty" jsonschema:"the jail the JS worker ran in: namespaces (a root server: a user and pid namespace of its own), user-namespaces (an ordinary user's server: the same), landlock-only (no namespaces on this host: Landlock and the seccomp allow-list alone), seatbelt (macOS), unjailed (no OS sandbox on this host: V8's isolation alone)"`
+	// EndedAt is the limit of its own the call ended at, "" for none: for
+	// callers that branch on it (the CLI's exit status), never on Error's
+	// text, which a script's own thrown error can imitate. Not in the MCP
+	// result, which says it in error ("TimeoutError: ...").
+	EndedAt JSLimit `json:"-"`
+}
+
+// JSLimit is a limit of its own an execute_js call ended at.
+type JSLimit string
+
+// The limits an execute_js call may end at.
+const (
+	JSTimeout JSLimit = "timeout" // timeoutMs
+	JSMemory  JSLimit = "memory"  // memoryMb
+)
+
+// jsLimitOf is the limit a call that ended without the worker's answer ended
+// at (jspool's Result.Err), "" for none.
+func jsLimitOf(err error) JSLimit {
+	switch {
+	case errors.Is(err, jspool.ErrTimeout):
+		return JSTimeout
+	case errors.Is(err, jspool.ErrMemoryLimit):
+		return JSMemory
+	}
+	return ""
 }
 
 // jsCall is a validated execute_js call.
@@ -134,8 +161,9 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	out.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	out.ReadBytes, out.WriteBytes = ran.ReadBytes, ran.WriteBytes
 	if err != nil {
+		out.EndedAt = jsLimitOf(err)
 		msg := err.Error()
-		msg += jsNote(msg, s.jsTimeoutCap())
+		msg += jsNote(msg, out.EndedAt, s.jsTimeoutCap())
 		out.Error = &msg
 		return out, nil
 	}
@@ -143,8 +171,11 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 	if out.OK {
 		out.Result = res.Result
 	}
+	if res.Timeout {
+		out.EndedAt = JSTimeout
+	}
 	if res.Error != "" {
-		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork) + jsNote(res.Error, s.jsTimeoutCap())
+		msg := res.Error + networkHint(res.Error, c.run.AllowNetwork) + jsNote(res.Error, out.EndedAt, s.jsTimeoutCap())
 		out.Error = &msg
 	}
 	if res.Logs != nil {

@@ -14,10 +14,10 @@ import (
 var jsNodeGlobals = []string{"require", "process", "Buffer", "module", "__dirname", "__filename"}
 
 // jsNote is the note to append to an execute_js error msg, "" for none.
-// timeoutCap is the most timeoutMs may be (the tool's bound, or the user's
-// ceiling where lower).
-func jsNote(msg string, timeoutCap int) string {
-	if strings.HasPrefix(msg, "TimeoutError: execution exceeded") {
+// ended is the limit the call ended at; timeoutCap is the most timeoutMs may
+// be (the tool's bound, or the user's ceiling where lower).
+func jsNote(msg string, ended JSLimit, timeoutCap int) string {
+	if ended == JSTimeout {
 		if timeoutCap < int(jsTimeoutMs.max) {
 			return fmt.Sprintf(": timeoutMs is at most %d here (the user's ceiling); longer work runs in exec_command", timeoutCap)
 		}

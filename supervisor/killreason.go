@@ -1,6 +1,13 @@
 package supervisor
 
-import "github.com/autobox-dev/autobox/cmdrun"
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/autobox-dev/autobox/cmdrun"
+	"github.com/autobox-dev/autobox/internal/flaghint"
+)
 
 // Why a command's tree was killed (ExecOutput.KilledBy): package cmdrun's
 // kinds, under the names the CLI and clients of this package know.
@@ -21,3 +28,22 @@ const (
 
 // ErrSandboxUnavailable: the host cannot enforce what a call needs.
 var ErrSandboxUnavailable = cmdrun.ErrSandboxUnavailable
+
+// errShuttingDown: a call that arrives as the server closes.
+var errShuttingDown = errors.New("the server is shutting down")
+
+// runnerRefusal says a refusal of the command runner (cmdrun's typed ones) in
+// exec_command's words; other errors pass as they are. ErrSandboxUnavailable
+// stays in the chain.
+func runnerRefusal(err error) error {
+	var un *cmdrun.UnavailableError
+	switch {
+	case errors.As(err, &un) && un.NoSandbox():
+		return fmt.Errorf("%w: exec_command has no OS sandbox on %s/%s", ErrSandboxUnavailable, runtime.GOOS, runtime.GOARCH)
+	case errors.As(err, &un):
+		return fmt.Errorf("%w: exec_command refused: %v (%s runs commands without an OS sandbox)", ErrSandboxUnavailable, un.Why, flaghint.Serve(flaghint.UnsafeNoSandbox))
+	case errors.Is(err, cmdrun.ErrClosed):
+		return errShuttingDown
+	}
+	return err
+}

@@ -114,7 +114,7 @@ func (rt *roundTrips) start(ctx context.Context, p callParams, call toolCall, wi
 	// context keeps the request's values, and ends with the server or when a
 	// request of the call is cancelled (await).
 	r.ctx, r.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(rt.life, func() { r.cancel(errors.New("the server is shutting down")) })
+	stop := context.AfterFunc(rt.life, func() { r.cancel(errShuttingDown) })
 	cctx := r.ctx
 	if elicits(p.caps) {
 		r.line = &line{elicit: r.elicit, window: window}

@@ -207,7 +207,7 @@ func (s *Server) track(t cmdrun.Tree) (func(), error) {
 	defer s.mu.Unlock()
 	if s.closed {
 		t.Kill()
-		return nil, errors.New("the server is shutting down")
+		return nil, errShuttingDown
 	}
 	if s.trees == nil {
 		s.trees = map[cmdrun.Tree]bool{}

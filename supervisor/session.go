@@ -310,7 +310,7 @@ func (s *Server) launchSession(ctx context.Context, ir cmdrun.InteractiveRunner,
 		closeProxy()
 		io.closeAll()
 		cleanup()
-		return nil, err
+		return nil, runnerRefusal(err)
 	}
 	io.closeChild()
 	forget, err := s.track(tree)

@@ -7,21 +7,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// systemReadOnly are host directories a harness needs to start programs: every command's
-// (syspaths.SystemReadOnly, by the host's names; missing ones are skipped by the enforcer)
-// and the cgroup tree. /proc is readable, but Landlock denies ptrace-class access
-// (/proc/<pid>/environ, mem) to processes outside the sandbox; /etc's secrets are hidden
-// as they are from every command (syspaths.System.Hidden).
-var systemReadOnly = append(slices.Clone(syspaths.SystemReadOnly), "/sys/fs/cgroup")
-
-var harnessDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+// harnessReadOnly is what a harness reads beyond the base every tree gets
+// (syspaths.Base): the cgroup tree, where runtimes (Node, the JVM, Go) find the
+// limits of the cgroup they run in to size their heaps and threads. A server's
+// command, held to limits of the server's own, does not get it.
+var harnessReadOnly = []string{"/sys/fs/cgroup"}
 
 // sandboxPolicy prepares the repository so that the rules can be narrow, and returns what
 // the harness of task rec may touch.
@@ -101,10 +97,17 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 	rw = append(rw, refDir, reflog)
 	rw = append(rw, n.o.ReadWrite...)
 
-	ro := append([]string(nil), systemReadOnly...)
-	if resolv, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !policy.Within(resolv, "/etc") {
-		ro = append(ro, resolv) // often /run/systemd/resolve/...: DNS for the harness
+	// The base every tree gets, and the harness's own paths (its worktree, the
+	// repository, the user's --ro and --rw) on top.
+	sb := syspaths.Base()
+	sb.AllowNetwork, sb.PrivateNetwork = !n.o.NoNetwork, len(n.o.AllowHosts) > 0
+	if sb.AllowNetwork && !sb.PrivateNetwork {
+		syspaths.HostResolver(sb) // DNS for the harness (/etc/resolv.conf -> /run/...)
 	}
+	// The harness's own paths are the host's names, not checked canonical (the
+	// user's --ro and --rw): the enforcer follows links on the way to them.
+	sb.NoFollow = false
+	ro := append(sb.ReadOnly, harnessReadOnly...)
 	ro = append(ro, n.repo.root)
 	if !policy.Within(g, n.repo.root) {
 		ro = append(ro, g)
@@ -118,8 +121,8 @@ func (n *Native) sandboxPolicy(rec record) (*policy.Sandbox, error) {
 			deny = append(deny, d)
 		}
 	}
-	return &policy.Sandbox{ReadOnly: ro, ReadWrite: rw, DenyWrite: deny, Devices: harnessDevices, Hidden: syspaths.SystemPaths().Hidden(),
-		AllowNetwork: !n.o.NoNetwork, PrivateNetwork: len(n.o.AllowHosts) > 0, AllowExec: true}, nil
+	sb.ReadOnly, sb.ReadWrite, sb.DenyWrite = ro, rw, deny
+	return sb, nil
 }
 
 // alternates are the canonical object directories objects/info/alternates borrows from;

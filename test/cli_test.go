@@ -62,6 +62,10 @@ func TestCLIJS(t *testing.T) {
 	}
 	h.want(h.run("", "js", "--timeout", "100", "-e", "while (true) {}"), 124, "", "TimeoutError: execution exceeded 100ms")
 	h.want(h.run("", "js", "--timeout", "1s", "-e", "await new Promise(() => {})"), 124, "", "TimeoutError: execution exceeded 1000ms")
+	// A script's own errors named as the limits' are its failure (exit 1): the
+	// exit status comes from how the call ended, not from the error's text.
+	h.want(h.run("", "js", "-e", "const e = new Error('execution exceeded 5ms'); e.name = 'TimeoutError'; throw e"), 1, "", "TimeoutError: execution exceeded 5ms")
+	h.want(h.run("", "js", "-e", "const e = new Error('the isolate was terminated'); e.name = 'MemoryLimitError'; throw e"), 1, "", "MemoryLimitError: the isolate was terminated")
 	bomb := "const a = []; while (true) a.push(new Array(10000).fill(Math.random()))"
 	h.want(h.run("", "js", "--memory", "16", "--timeout", "10s", "-e", bomb), 137, "", "MemoryLimitError")
 	h.want(h.run("", "js", "--memory", "64", "-e", "const a = []; for (let i = 0; i < 100; i++) a.push(new Array(1000).fill(i)); return a.length"), 0, "100\n", "")
