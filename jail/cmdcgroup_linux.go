@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -54,7 +55,7 @@ const (
 )
 
 // firstCgroupFD is the first of the task files a launcher gets.
-const firstCgroupFD = statusFD + 1
+const firstCgroupFD = wire.StatusFD + 1
 
 var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
 	b, err := os.ReadFile("/proc/self/cgroup")

@@ -12,7 +12,8 @@
 // (Start, Pool, Tree, cgroup creation, probes, modes) and the one-shot
 // launcher's (launcher_linux.go and what it calls: rootfs, namespaces, the
 // transparent path, ports, the IPC watch, rlimits, the uid, Landlock,
-// seccomp), which share the wire format (spec.go, proto.go, codec*.go). The
+// seccomp), which share the wire format (jail/wire: frames, codec, descriptors, role
+// names). The
 // launcher's entry and role table are jail/launcher's, the JS worker's own
 // step is jail/restrict's.
 //
@@ -108,7 +109,7 @@
 //  2. commandThread, a thread of its own, locked for good: joins the command's
 //     cgroups (the launcher's other threads stay out).
 //  3. startFromSpec, while the spec has not come: Probe, the usual seccomp
-//     filter built; on a msgPrepare frame, prepare: the network namespace,
+//     filter built; on a {prepare} frame, prepare: the network namespace,
 //     the private root begun for the base policy, the base's Landlock ruleset,
 //     the capability bounding set dropped (prepare_linux.go), and
 //     {prepared} reported.
@@ -125,7 +126,7 @@
 //  6. Resource limits (applyRlimits, applyNproc, applyHostNproc): last
 //     before the fork, because they bind the launcher's thread too.
 //  7. ForkExec of the command; the pids cgroup's limit lowered to the call's;
-//     msgStarted reported. The thread then exits, taking its Landlock domain:
+//     {started} reported. The thread then exits, taking its Landlock domain:
 //     the main thread serves ports, the guard, the proxy forwarder and the
 //     control socket, and reaps.
 //

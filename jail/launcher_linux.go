@@ -18,14 +18,13 @@ import (
 
 	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// Inherited descriptors of the launcher; see the diagram in proto.go.
+// The launcher's inherited descriptors are wire.CtlFD and wire.StatusFD; see
+// the diagram in jail/wire.
 const (
-	ctlFD    = 3
-	statusFD = 4
-
 	// closeRangeCloexec is CLOSE_RANGE_CLOEXEC (Linux 5.11).
 	closeRangeCloexec = 1 << 2
 
@@ -49,15 +48,15 @@ const (
 func launch() int {
 	// The main thread, whose id is the launcher's pid: never restricted. It
 	// reaps and kills. The program's init locked it (launcher.Main checks).
-	status := os.NewFile(statusFD, "status")
+	status := os.NewFile(wire.StatusFD, "status")
 	fail := func(kind string, err error) int {
-		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: kind, Error: err.Error()})
 		return 2
 	}
 	// Every descriptor from 3 up becomes close-on-exec, including any the
 	// supervisor leaked to us, so the command inherits exactly 0, 1 and 2.
 	// Marking instead of closing leaves the Go runtime's own fds alone.
-	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
+	if err := unix.CloseRange(wire.CtlFD, ^uint(0), closeRangeCloexec); err != nil {
 		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
 	}
 	// Before the launcher stops being dumpable: from then on its /proc files
@@ -101,15 +100,15 @@ func launch() int {
 	}
 	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
 	stopIPC := watchIPC(status)
-	ctl := os.NewFile(ctlFD, "ctl")
+	ctl := os.NewFile(wire.CtlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
 	// else, EOF (Kill closed it, or the supervisor died) or an error on the
 	// control socket means: stop now.
 	cmd := &command{pid: pid}
 	go func() {
 		for {
-			m, err := readFrame(ctl)
-			if err != nil || m.Type != msgSignal {
+			m, err := wire.ReadFrame(ctl)
+			if err != nil || m.Type != wire.MsgSignal {
 				requestStop()
 				return
 			}
@@ -129,14 +128,14 @@ func launch() int {
 	ws := reap(cmd, requestStop)
 	close(empty)
 	stopIPC() // its frames are not written after the exit frame
-	msg := &message{Type: msgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage()}
+	msg := &wire.Message{Type: wire.MsgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage()}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
 	case ws.Signaled():
 		msg.Code, msg.Signal = -1, unix.SignalName(ws.Signal())
 	}
-	_ = writeFrame(status, msg)
+	_ = wire.WriteFrame(status, msg)
 	return 0
 }
 
@@ -160,7 +159,7 @@ type started struct {
 func commandThread(status *os.File, done chan<- started) {
 	runtime.LockOSThread()
 	if err := restrict.NotMainThread(); err != nil {
-		_ = writeFrame(status, &message{Type: msgError, Kind: errKindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: wire.KindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
 		done <- started{exit: 2}
 		return
 	}
@@ -170,7 +169,7 @@ func commandThread(status *os.File, done chan<- started) {
 
 func startFromSpec(status *os.File) started {
 	fail := func(kind string, err error) started {
-		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: kind, Error: err.Error()})
 		return started{exit: 2}
 	}
 	// Do what does not depend on the spec while waiting for it (a pooled
@@ -178,15 +177,15 @@ func startFromSpec(status *os.File) started {
 	Probe()
 	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
 
-	ctl := os.NewFile(ctlFD, "ctl")
+	ctl := os.NewFile(wire.CtlFD, "ctl")
 	m, fds, err := readControl(ctl)
 	var pr *prepared
-	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
+	if err == nil && m.Type == wire.MsgPrepare && m.Base != nil && len(fds) == 0 {
 		pr = prepare(m.Base)
 		defer pr.close()
 		// Said, so that a pool (and its tests) can tell a launcher that is
 		// ready from one still preparing.
-		if err := writeFrame(status, &message{Type: msgPrepared}); err != nil {
+		if err := wire.WriteFrame(status, &wire.Message{Type: wire.MsgPrepared}); err != nil {
 			return fail("", fmt.Errorf("reporting prepared: %w", err))
 		}
 		m, fds, err = readControl(ctl)
@@ -206,25 +205,25 @@ func startFromSpec(status *os.File) started {
 	pid, privateRoot, pnet, guard, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
-		return fail(errKindSandbox, err)
+		return fail(wire.KindSandbox, err)
 	case spawnErr != nil:
-		_ = writeFrame(status, &message{Type: msgSpawnError, Error: spawnErr.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
+	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
 	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard}
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
 // with its first bytes (a spec's stdout and stderr). io.EOF: the supervisor
 // closed the socket first.
-func readControl(ctl *os.File) (*message, []int, error) {
+func readControl(ctl *os.File) (*wire.Message, []int, error) {
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(4*3))
 	var n, oobn int
 	var err error
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(ctlFD, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(wire.CtlFD, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
@@ -242,7 +241,7 @@ func readControl(ctl *os.File) (*message, []int, error) {
 			rights = append(rights, fds...)
 		}
 	}
-	m, err := readFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
+	m, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
 	if err != nil {
 		return nil, rights, fmt.Errorf("reading control frame: %w", err)
 	}
@@ -251,8 +250,8 @@ func readControl(ctl *os.File) (*message, []int, error) {
 
 // checkSpecFrame checks that m is a spec with a command, sent with stdout and
 // stderr, and stdin first if it says so.
-func checkSpecFrame(m *message, fds []int) error {
-	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
+func checkSpecFrame(m *wire.Message, fds []int) error {
+	if m.Type != wire.MsgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
 		return fmt.Errorf("want a spec frame with a command, got %q", m.Type)
 	}
 	switch {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // TransparentNetwork reports whether a command with allowHosts also gets the
@@ -36,7 +38,7 @@ var transparentProbe = sync.OnceValue(func() error {
 		userNSAttr(sys)
 		env = append(env, userNSEnv+"=1")
 	}
-	cmd := exec.Command(exe, "worker", roleTransparentProbe)
+	cmd := exec.Command(exe, "worker", wire.RoleTransparentProbe)
 	cmd.Env = env
 	cmd.SysProcAttr = sys
 	return runProbe(cmd)
