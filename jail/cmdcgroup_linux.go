@@ -270,31 +270,32 @@ func (g *cmdCgroup) remove() {
 // joinCmdCgroups, on the launcher's command thread first thing: the thread
 // joins the command cgroups whose tasks files the supervisor passed (see
 // cmdCgroups), so the command it forks is born in them. Writing 0 to a tasks
-// file moves the writing thread only.
-func joinCmdCgroups() {
+// file moves the writing thread only. It returns the command's pids.max, kept
+// open for lowerPidsMax, or -1 if none.
+func joinCmdCgroups() (pidsMax int) {
+	pidsMax = -1
 	n, _ := strconv.Atoi(os.Getenv(launcherCgroupsEnv))
 	if n <= 0 || n > 8 {
-		return
+		return pidsMax
 	}
 	last := firstCgroupFD + n
 	if os.Getenv(launcherPidsMaxEnv) == "1" {
 		last--
-		pidsMaxFD = last
+		pidsMax = last
 	}
 	for fd := firstCgroupFD; fd < last; fd++ {
 		_, _ = unix.Write(fd, []byte("0"))
 		unix.Close(fd)
 	}
+	return pidsMax
 }
 
-// pidsMaxFD is the command's pids.max, kept by the command thread; -1 if none.
-var pidsMaxFD = -1
-
 // lowerPidsMax, on the command thread right after the fork: the tree's limit
-// is l's now, no longer one more for this thread (see cmdCgroups).
-func lowerPidsMax(l *policy.Limits) {
-	if pidsMaxFD < 0 || l == nil || l.Processes <= 0 {
+// is l's now, no longer one more for this thread (see cmdCgroups). pidsMax is
+// joinCmdCgroups'.
+func lowerPidsMax(pidsMax int, l *policy.Limits) {
+	if pidsMax < 0 || l == nil || l.Processes <= 0 {
 		return
 	}
-	_, _ = unix.Pwrite(pidsMaxFD, []byte(strconv.Itoa(l.Processes)), 0)
+	_, _ = unix.Pwrite(pidsMax, []byte(strconv.Itoa(l.Processes)), 0)
 }

@@ -43,7 +43,7 @@ const (
 // drops the signals its command sends it that it has no handler for (SIGKILL
 // and SIGSTOP included), and when the launcher dies, however it dies, the
 // kernel kills every process in the namespace. The command is forked with
-// the highest OOM score and the launcher keeps a low one (see oomScore), so
+// the highest OOM score and the launcher keeps a low one (see oomAdjust), so
 // the kernel's OOM killer takes the command's processes first.
 func launch() int {
 	// The main thread, whose id is the launcher's pid: never restricted. It
@@ -61,8 +61,9 @@ func launch() int {
 	}
 	// Before the launcher stops being dumpable: from then on its /proc files
 	// are root's, and an ordinary user could no longer open its own score.
-	oomScore.open()
-	selfIO, _ = os.Open("/proc/self/io")
+	var oom oomAdjust
+	oom.open()
+	selfIO, _ := os.Open("/proc/self/io") // for treeUsage
 	// Not dumpable: /proc/<launcher>/fd and mem need CAP_SYS_PTRACE, whatever
 	// Landlock's rules (a command without scoping could otherwise forge status
 	// frames through fd/4).
@@ -83,13 +84,13 @@ func launch() int {
 	go func() { <-sig; requestStop() }()
 
 	startedCh := make(chan started, 1)
-	go commandThread(status, startedCh)
+	go commandThread(status, &oom, startedCh)
 	st := <-startedCh
 	pid := st.pid
 	if pid == 0 {
 		return st.exit // the command thread reported why
 	}
-	oomScore.settle()
+	oom.settle()
 	var fwd *forwarder
 	if st.net != nil {
 		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken, lookups: reported{max: maxLookups}}
@@ -98,7 +99,7 @@ func launch() int {
 	if st.guard != nil {
 		go st.guard.serve()
 	}
-	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
+	servePorts(st.spec, pid, st.listeners) // ports_linux.go: a session's ports, and a call's
 	stopIPC := watchIPC(status)
 	ctl := os.NewFile(wire.CtlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
@@ -128,7 +129,7 @@ func launch() int {
 	ws := reap(cmd, requestStop)
 	close(empty)
 	stopIPC() // its frames are not written after the exit frame
-	msg := &wire.Message{Type: wire.MsgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage()}
+	msg := &wire.Message{Type: wire.MsgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage(selfIO)}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
@@ -149,6 +150,29 @@ type started struct {
 	net   *privateNet // the listeners of the command's private network, or nil
 	spec  *Spec
 	guard *unixGuard // the command's unix socket guard, or nil
+	// listeners are the command's session ports' listeners (listenPorts),
+	// for servePorts: the started channel hands them to the main thread.
+	listeners []int
+}
+
+// cmdThread is what the launcher's command thread keeps from one step of its
+// set-up to the next; it is the thread's alone (the main thread gets what it
+// needs in started), and passed along instead of living in package variables.
+type cmdThread struct {
+	status *os.File
+	// oom is the launcher's OOM score, opened by the main thread while the
+	// launcher was dumpable; raised here before the fork, settled there.
+	oom *oomAdjust
+	// pidsMax is the command's pids.max (joinCmdCgroups), -1 if none.
+	pidsMax int
+	// nproc is the RLIMIT_NPROC applyNproc or applyHostNproc set, 0 if none:
+	// the started frame tells the supervisor (see Tree.ProcessCeiling).
+	nproc int
+	// threadsWarm: warmThreads ran (a pooled launcher does it while it waits,
+	// so that the call does not).
+	threadsWarm bool
+	// listeners are listenPorts', for started.
+	listeners []int
 }
 
 // commandThread runs on a thread of its own, locked and never unlocked, so
@@ -156,18 +180,19 @@ type started struct {
 // launcher waits for its spec, reads the spec, builds the command's root and
 // network, restricts itself, starts the command from itself, and reports the
 // start on status.
-func commandThread(status *os.File, done chan<- started) {
+func commandThread(status *os.File, oom *oomAdjust, done chan<- started) {
 	runtime.LockOSThread()
 	if err := restrict.NotMainThread(); err != nil {
 		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: wire.KindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
 		done <- started{exit: 2}
 		return
 	}
-	joinCmdCgroups()
-	done <- startFromSpec(status)
+	t := &cmdThread{status: status, oom: oom, pidsMax: joinCmdCgroups()}
+	done <- t.startFromSpec()
 }
 
-func startFromSpec(status *os.File) started {
+func (t *cmdThread) startFromSpec() started {
+	status := t.status
 	fail := func(kind string, err error) started {
 		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: kind, Error: err.Error()})
 		return started{exit: 2}
@@ -181,7 +206,7 @@ func startFromSpec(status *os.File) started {
 	m, fds, err := readControl(ctl)
 	var pr *prepared
 	if err == nil && m.Type == wire.MsgPrepare && m.Base != nil && len(fds) == 0 {
-		pr = prepare(m.Base)
+		pr = t.prepare(m.Base)
 		defer pr.close()
 		// Said, so that a pool (and its tests) can tell a launcher that is
 		// ready from one still preparing.
@@ -202,7 +227,7 @@ func startFromSpec(status *os.File) started {
 		}
 		return fail("", err)
 	}
-	pid, privateRoot, pnet, guard, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
+	pid, privateRoot, pnet, guard, spawnErr, err := t.startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
 		return fail(wire.KindSandbox, err)
@@ -210,8 +235,8 @@ func startFromSpec(status *os.File) started {
 		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
-	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard}
+	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: t.nproc})
+	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard, listeners: t.listeners}
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
@@ -270,7 +295,7 @@ func checkSpecFrame(m *wire.Message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
+func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
@@ -290,7 +315,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 		// to them (policy.Place).
 		policy.RewriteCommand(spec)
 	}
-	if err := listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
+	if t.listeners, err = listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	// Looked up in the root the command gets, with its mounts in place.
@@ -298,7 +323,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err != nil {
 		return 0, privateRoot, nil, nil, err, nil
 	}
-	oomScore.raise() // before the restriction: /proc/self is read-only after it
+	t.oom.raise() // before the restriction: /proc/self is read-only after it
 	if !spec.Unsafe {
 		sb := &spec.Sandbox
 		if privateRoot {
@@ -326,10 +351,10 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err := applyRlimits(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if err := applyNproc(spec.Limits); err != nil {
+	if err := t.applyNproc(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if err := applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
+	if err := t.applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
@@ -351,7 +376,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err != nil {
 		return 0, privateRoot, nil, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}
-	lowerPidsMax(spec.Limits)
+	lowerPidsMax(t.pidsMax, spec.Limits)
 	return pid, privateRoot, pnet, guard, nil, nil
 }
 

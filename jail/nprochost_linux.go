@@ -65,22 +65,22 @@ var hostTasksHint atomic.Int64
 
 // wantHostNproc reports whether this launcher holds its command's process
 // limit with RLIMIT_NPROC on the host's count: no user namespace, no pid
-// namespace (a root launcher is its init), no pids cgroup.
-func wantHostNproc() bool { return !inUserNS && os.Getpid() != 1 && pidsMaxFD < 0 }
+// namespace (a root launcher is its init), no pids cgroup (pidsMax, -1).
+func wantHostNproc(pidsMax int) bool { return !inUserNS && os.Getpid() != 1 && pidsMax < 0 }
 
 // applyHostNproc sets RLIMIT_NPROC for the command about to be forked from
-// the calling thread (see above), and reports it in nprocSet. Where the
+// the calling thread (see above), and reports it in t.nproc. Where the
 // kernel's count cannot be found, the limit is left unset: the watchdog holds
 // maxProcesses alone, as it did before.
-func applyHostNproc(l *policy.Limits) error {
-	if !wantHostNproc() || l == nil || l.Processes <= 0 {
+func (t *cmdThread) applyHostNproc(l *policy.Limits) error {
+	if !wantHostNproc(t.pidsMax) || l == nil || l.Processes <= 0 {
 		return nil
 	}
 	if unix.Getuid() == 0 { // this thread's: the command's uid, dropped already where root drops it
 		return nil // the kernel does not limit root's forks
 	}
-	if !threadsWarm {
-		warmThreads()
+	if !t.threadsWarm {
+		t.warmThreads()
 	}
 	var cur unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
@@ -103,7 +103,7 @@ func applyHostNproc(l *policy.Limits) error {
 	if err := rlimit.Set(unix.RLIMIT_NPROC, limit, limit); err != nil {
 		return err
 	}
-	nprocSet = int(limit)
+	t.nproc = int(limit)
 	return nil
 }
 

@@ -331,14 +331,10 @@ func wholeNetworkInUserNS(spec *Spec) bool {
 	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
 }
 
-// threadsWarm: warmThreads ran (a pooled launcher does it while it waits, so
-// that the call does not).
-var threadsWarm bool
-
 // warmThreads makes spareThreads idle threads in the runtime, ahead of the
 // process limit (see applyNproc).
-func warmThreads() {
-	threadsWarm = true
+func (t *cmdThread) warmThreads() {
+	t.threadsWarm = true
 	var wg sync.WaitGroup
 	release := make(chan struct{})
 	for range spareThreads {
@@ -369,12 +365,12 @@ const spareThreads = 4
 // cgroup. Like the other rlimits it is set on the launcher right before the
 // fork (see applyRlimits): the launcher's later threads count against it,
 // so it first makes the threads it may need, idle.
-func applyNproc(l *policy.Limits) error {
-	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 || !nprocPerUserNS() {
+func (t *cmdThread) applyNproc(l *policy.Limits) error {
+	if !inUserNS || l == nil || l.Processes <= 0 || t.pidsMax >= 0 || !nprocPerUserNS() {
 		return nil
 	}
-	if !threadsWarm {
-		warmThreads() // a launcher that was not prepared
+	if !t.threadsWarm {
+		t.warmThreads() // a launcher that was not prepared
 	}
 	tasks, err := ownTasks()
 	if err != nil {
@@ -384,7 +380,7 @@ func applyNproc(l *policy.Limits) error {
 	if err := rlimit.Set(unix.RLIMIT_NPROC, n, n); err != nil {
 		return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
 	}
-	nprocSet = int(n)
+	t.nproc = int(n)
 	return nil
 }
 
@@ -403,10 +399,6 @@ var nprocPerUserNS = sync.OnceValue(func() bool {
 	}
 	return major > 5 || major == 5 && minor >= 14
 })
-
-// nprocSet is the RLIMIT_NPROC applyNproc set, 0 if none: the started frame
-// tells the supervisor (see Tree.ProcessCeiling).
-var nprocSet int
 
 // ProcessCeiling is, where RLIMIT_NPROC holds the tree to its process limit
 // without counting refused forks (ForksRefused is -1), the most tasks the
