@@ -8,9 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -45,17 +42,6 @@ type cmdCgroups struct {
 	// where the two are mounted together.
 	acct string
 }
-
-// launcherCgroupsEnv tells a launcher how many cgroup files it was given, from
-// fd 5 up (see joinCmdCgroups), and launcherPidsMaxEnv that the last of them
-// is pids.max.
-const (
-	launcherCgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
-	launcherPidsMaxEnv = "AUTOBOX_LAUNCHER_PIDS_MAX"
-)
-
-// firstCgroupFD is the first of the task files a launcher gets.
-const firstCgroupFD = wire.StatusFD + 1
 
 var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
 	b, err := os.ReadFile("/proc/self/cgroup")
@@ -265,37 +251,4 @@ func (g *cmdCgroup) remove() {
 	for _, dir := range g.dirs {
 		removeCgroupDir(dir)
 	}
-}
-
-// joinCmdCgroups, on the launcher's command thread first thing: the thread
-// joins the command cgroups whose tasks files the supervisor passed (see
-// cmdCgroups), so the command it forks is born in them. Writing 0 to a tasks
-// file moves the writing thread only. It returns the command's pids.max, kept
-// open for lowerPidsMax, or -1 if none.
-func joinCmdCgroups() (pidsMax int) {
-	pidsMax = -1
-	n, _ := strconv.Atoi(os.Getenv(launcherCgroupsEnv))
-	if n <= 0 || n > 8 {
-		return pidsMax
-	}
-	last := firstCgroupFD + n
-	if os.Getenv(launcherPidsMaxEnv) == "1" {
-		last--
-		pidsMax = last
-	}
-	for fd := firstCgroupFD; fd < last; fd++ {
-		_, _ = unix.Write(fd, []byte("0"))
-		unix.Close(fd)
-	}
-	return pidsMax
-}
-
-// lowerPidsMax, on the command thread right after the fork: the tree's limit
-// is l's now, no longer one more for this thread (see cmdCgroups). pidsMax is
-// joinCmdCgroups'.
-func lowerPidsMax(pidsMax int, l *policy.Limits) {
-	if pidsMax < 0 || l == nil || l.Processes <= 0 {
-		return
-	}
-	_, _ = unix.Pwrite(pidsMax, []byte(strconv.Itoa(l.Processes)), 0)
 }

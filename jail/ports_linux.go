@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // Session ports, the launcher's part (package portfwd is the supervisor's).
@@ -45,10 +47,6 @@ import (
 // Sockets are made by a thread that never returns to the host's namespace
 // (it exits with the launcher), and connected from whichever thread: a
 // socket belongs to the namespace it was made in.
-
-// PortsPreamble starts a launcher's connection to the supervisor's ports
-// socket, followed by the call's token and a newline.
-const PortsPreamble = "AUTOBOX-PORTS "
 
 // reservedPorts are the ports of a private network's own listeners.
 var reservedPorts = map[int]string{ProxyPort: "the proxy's", RedirectPort: "the transparent path's", 53: "the resolver's"}
@@ -99,7 +97,7 @@ func servePorts(spec *Spec, pid int, listeners []int) {
 		return
 	}
 	conn := c.(*net.UnixConn)
-	if _, err := io.WriteString(conn, PortsPreamble+spec.PortsToken+"\n"); err != nil {
+	if _, err := io.WriteString(conn, wire.PortsPreamble+spec.PortsToken+"\n"); err != nil {
 		conn.Close()
 		closeAll(listeners)
 		return

@@ -18,6 +18,10 @@ type Result = policy.Exit
 // wire.NoNamespacesEnv).
 const NoNamespacesEnv = wire.NoNamespacesEnv
 
+// PortsPreamble starts a launcher's connection to the server's ports socket
+// (see wire.PortsPreamble).
+const PortsPreamble = wire.PortsPreamble
+
 // ProxyPort is where, inside its private network, a command reaches the proxy
 // for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
 const ProxyPort = wire.ProxyPort

@@ -36,7 +36,7 @@ var transparentProbe = sync.OnceValue(func() error {
 	env := []string{} // not nil: nothing of this environment
 	if launcherMode() == nsUser {
 		userNSAttr(sys)
-		env = append(env, userNSEnv+"=1")
+		env = append(env, wire.UserNSEnv+"=1")
 	}
 	cmd := exec.Command(exe, "worker", wire.RoleTransparentProbe)
 	cmd.Env = env

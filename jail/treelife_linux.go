@@ -39,13 +39,13 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		sys.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 		if mode == nsUser {
 			t.userns = true // forkUserNSLauncher makes the namespaces
-			env = append(env[:len(env):len(env)], userNSEnv+"=1")
+			env = append(env[:len(env):len(env)], wire.UserNSEnv+"=1")
 		}
 	}
-	if n := len(files) - firstCgroupFD; n > 0 {
-		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
+	if n := len(files) - wire.FirstCgroupFD; n > 0 {
+		env = append(env[:len(env):len(env)], wire.CgroupsEnv+"="+strconv.Itoa(n))
 		if t.cmdcg != nil && t.cmdcg.pidsMax != nil {
-			env = append(env, launcherPidsMaxEnv+"=1")
+			env = append(env, wire.PidsMaxEnv+"=1")
 		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}

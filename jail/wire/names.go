@@ -15,3 +15,31 @@ const ProxyPort = 3128
 // TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
 // root shows at /tmp.
 const TmpDirName = ".tmp"
+
+// What the server tells a launcher in its environment at the fork.
+const (
+	// UserNSEnv=1: the launcher runs in a user namespace of its own.
+	UserNSEnv = "AUTOBOX_USERNS"
+	// CgroupsEnv is how many cgroup task files the launcher was given, from
+	// FirstCgroupFD up, and PidsMaxEnv=1 that the last of them is pids.max.
+	CgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
+	PidsMaxEnv = "AUTOBOX_LAUNCHER_PIDS_MAX"
+	// HostTasksEnv is the user's task count the last launcher found, for the
+	// next to start from.
+	HostTasksEnv = "AUTOBOX_HOST_TASKS"
+)
+
+// FirstCgroupFD is the first of the cgroup task files a launcher gets.
+const FirstCgroupFD = StatusFD + 1
+
+// PortsPreamble starts a launcher's connection to the server's ports socket
+// (a session's ports), followed by the call's token and a newline.
+const PortsPreamble = "AUTOBOX-PORTS "
+
+// HostNprocMargin is how far past maxProcesses the kernel lets a tree grow
+// before it refuses its forks. It absorbs what the user's other tasks grow by
+// while the call runs: the server's own, first (a call has its pools start a
+// launcher and a JS worker, ten to thirty threads), which a margin of a
+// quarter of maxProcesses (5 of 20) did not on a busy machine. The launcher
+// adds it to its limit; the server takes it off the limit for HostTasksEnv.
+const HostNprocMargin = 64
