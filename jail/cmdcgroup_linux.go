@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -44,17 +42,6 @@ type cmdCgroups struct {
 	// where the two are mounted together.
 	acct string
 }
-
-// launcherCgroupsEnv tells a launcher how many cgroup files it was given, from
-// fd 5 up (see joinCmdCgroups), and launcherPidsMaxEnv that the last of them
-// is pids.max.
-const (
-	launcherCgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
-	launcherPidsMaxEnv = "AUTOBOX_LAUNCHER_PIDS_MAX"
-)
-
-// firstCgroupFD is the first of the task files a launcher gets.
-const firstCgroupFD = statusFD + 1
 
 var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
 	b, err := os.ReadFile("/proc/self/cgroup")
@@ -264,36 +251,4 @@ func (g *cmdCgroup) remove() {
 	for _, dir := range g.dirs {
 		removeCgroupDir(dir)
 	}
-}
-
-// joinCmdCgroups, on the launcher's command thread first thing: the thread
-// joins the command cgroups whose tasks files the supervisor passed (see
-// cmdCgroups), so the command it forks is born in them. Writing 0 to a tasks
-// file moves the writing thread only.
-func joinCmdCgroups() {
-	n, _ := strconv.Atoi(os.Getenv(launcherCgroupsEnv))
-	if n <= 0 || n > 8 {
-		return
-	}
-	last := firstCgroupFD + n
-	if os.Getenv(launcherPidsMaxEnv) == "1" {
-		last--
-		pidsMaxFD = last
-	}
-	for fd := firstCgroupFD; fd < last; fd++ {
-		_, _ = unix.Write(fd, []byte("0"))
-		unix.Close(fd)
-	}
-}
-
-// pidsMaxFD is the command's pids.max, kept by the command thread; -1 if none.
-var pidsMaxFD = -1
-
-// lowerPidsMax, on the command thread right after the fork: the tree's limit
-// is l's now, no longer one more for this thread (see cmdCgroups).
-func lowerPidsMax(l *policy.Limits) {
-	if pidsMaxFD < 0 || l == nil || l.Processes <= 0 {
-		return
-	}
-	_, _ = unix.Pwrite(pidsMaxFD, []byte(strconv.Itoa(l.Processes)), 0)
 }

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // signalable are the signals a launcher sends its command's process group when
@@ -21,7 +23,7 @@ type commandIO struct {
 }
 
 // stdio sorts the descriptors that came with a checked spec frame.
-func stdio(m *message, fds []int) commandIO {
+func stdio(m *wire.Message, fds []int) commandIO {
 	if m.Stdin {
 		return commandIO{in: fds[0], out: fds[1], err: fds[2], terminal: m.Terminal}
 	}

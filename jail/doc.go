@@ -2,19 +2,27 @@
 // no_new_privs on one locked OS thread (RestrictThread), inherited by what
 // that thread starts, and process trees run through a launcher role of the
 // autobox binary (`autobox worker exec`, launch; dispatched by jail/launcher's
-// table from ChildRoles) that can kill
-// everything a command spawns (Start, Pool, Tree). WorkerSpawner and
+// table from ChildRoles) that can kill everything a command spawns (Start,
+// Pool, Tree). WorkerSpawner and
 // restrict.EnterWorker are the JS worker's jail (workerjail_linux.go); the
 // worker imports jail/restrict alone. Raw seccomp programs are assembled in
 // jail/seccomp. Other platforms compile a stub that fails closed.
 //
-// The package holds the code of two processes: the long-lived server's side
-// (Start, Pool, Tree, cgroup creation, probes, modes) and the one-shot
-// launcher's (launcher_linux.go and what it calls: rootfs, namespaces, the
-// transparent path, ports, the IPC watch, rlimits, the uid, Landlock,
-// seccomp), which share the wire format (spec.go, proto.go, codec*.go). The
-// launcher's entry and role table are jail/launcher's, the JS worker's own
-// step is jail/restrict's.
+// The package holds the code of two processes, file by file: the long-lived
+// server's side (Start, Pool, Tree, cgroup creation, probes, modes: tree*,
+// pool, cgroup, cmdcgroup, cpuacct*, userns, usernsfork, nprochosttree,
+// container, status, transparent_probe, workerjail) and the one-shot
+// launcher's (launcher_linux.go and what only it calls: root*, places,
+// mountns's isolate, netns, transparent, ports, ipcwatch, oomscore, limits,
+// prepare, unixguard*, sockdiag, reported, command, cmdcgroupjoin,
+// usernschild, nprochost). What both call stays shared: the thread
+// restriction (restrict_linux.go, landlock_linux.go, hidden_linux.go,
+// caps_linux.go, which the JS worker's spawner uses too), the commands' uid
+// (dropuid_linux.go), Probe, killRound and the mount table (kernelfs). The launcher keeps its state in its two threads (cmdThread, started),
+// not in package variables. The two sides talk only through jail/wire (frames
+// and codec, descriptors, role names, what the server tells a launcher in its
+// environment). The launcher's entry and role table are jail/launcher's, the
+// JS worker's own step is jail/restrict's.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without
@@ -95,38 +103,54 @@
 // # The launcher's setup, in order
 //
 // What `autobox worker exec` does between its start and the command's exec
-// (launcher_linux.go, each step in the function named), and why in that order:
+// (launcher_linux.go, each step in the function named), and, for each, the
+// invariant it relies on and what breaks if it moves:
 //
 //  0. init of the program (autobox's, or a test binary that plays it):
-//     launcher.LockMainThread keeps the main thread for the main goroutine;
-//     launcher.Main refuses to run a role without it, and the command
-//     thread checks it is not the main one (restrict.NotMainThread).
+//     launcher.LockMainThread keeps the main thread for the main goroutine.
+//     Relies on: the runtime runs init on the main thread, before any other
+//     goroutine. Held by: launcher.Main refuses to run a role without it,
+//     the command thread checks restrict.NotMainThread (TestLauncherNeedsLockedMainThread).
 //  1. launch, main thread (never restricted): descriptors 3 and up become
-//     close-on-exec; the OOM score and /proc/self/io are opened while the
-//     process is still dumpable; then PR_SET_DUMPABLE 0 and
-//     PR_SET_CHILD_SUBREAPER.
+//     close-on-exec; the OOM score and /proc/self/io are opened (handed to
+//     the command thread and to treeUsage) while the process is still
+//     dumpable; then PR_SET_DUMPABLE 0 and PR_SET_CHILD_SUBREAPER. Relies on:
+//     a dumpable process's /proc files are its user's (after, root's: an
+//     ordinary user could no longer open them).
 //  2. commandThread, a thread of its own, locked for good: joins the command's
-//     cgroups (the launcher's other threads stay out).
+//     cgroups (joinCmdCgroups; it keeps pids.max in cmdThread). Relies on:
+//     on cgroup v1 writing 0 to tasks moves the writing thread alone, so the
+//     launcher's other threads stay out and the command is born in them.
 //  3. startFromSpec, while the spec has not come: Probe, the usual seccomp
-//     filter built; on a msgPrepare frame, prepare: the network namespace,
+//     filter built; on a {prepare} frame, prepare: the network namespace,
 //     the private root begun for the base policy, the base's Landlock ruleset,
 //     the capability bounding set dropped (prepare_linux.go), and
-//     {prepared} reported.
+//     {prepared} reported. Relies on: nothing here depends on the spec, and
+//     what fails is redone, or fails, in step 4 as it would unprepared.
 //  4. startCommand: the spec's network (isolateNet), then its filesystem
 //     (isolate: mount namespace, the private root's binds and places, pivot;
 //     without a root the paths are rewritten, policy.RewriteCommand); ports
-//     listened on in that network; the program looked up in the root it will
-//     run in; the OOM score raised (before /proc/self turns read-only).
+//     listened on in that network (listenPorts, handed to the main thread in
+//     started); the program looked up in the root it will run in; the OOM
+//     score raised. Relies on: the network first (the root is built for a
+//     command with or without a network of its own, and the host's /proc
+//     names the host's namespace only before the root changes); binds need
+//     CAP_SYS_ADMIN, so before step 5; the score's file is written before
+//     /proc/self turns read-only.
 //  5. restrictThread: the Landlock ruleset (the prepared one extended, or
 //     built), the uid dropped, every capability dropped, no_new_privs,
 //     landlock_restrict_self, and last the seccomp filter (with the unix
-//     guard's listener where it is used): nothing after it needs a call the
-//     filter refuses.
-//  6. Resource limits (applyRlimits, applyNproc, applyHostNproc): last
-//     before the fork, because they bind the launcher's thread too.
-//  7. ForkExec of the command; the pids cgroup's limit lowered to the call's;
-//     msgStarted reported. The thread then exits, taking its Landlock domain:
-//     the main thread serves ports, the guard, the proxy forwarder and the
+//     guard's listener where it is used). Relies on: nothing after it needs a
+//     call the filter refuses or a right Landlock denies; the rules are opened
+//     in the root the command gets.
+//  6. Resource limits (applyRlimits, cmdThread.applyNproc,
+//     cmdThread.applyHostNproc): last before the fork. Relies on: they bind
+//     the launcher's thread too (the set-up's own forks and files would count).
+//  7. ForkExec of the command; the pids cgroup's limit lowered to the call's
+//     (lowerPidsMax); {started} reported. The thread then exits, taking its
+//     Landlock domain. Relies on: no thread left in the launcher shares the
+//     command's domain, so scoping refuses the command's signals to it; the
+//     main thread serves ports, the guard, the proxy forwarder and the
 //     control socket, and reaps.
 //
 // The red-team tests hold each step's promise from the command's side

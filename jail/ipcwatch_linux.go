@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // System V objects (shared memory segments, semaphore arrays, message queues)
@@ -106,7 +108,7 @@ func watchIPC(status *os.File) (stop func()) {
 			}
 			if n := ipcBytes(); n != last {
 				last = n
-				_ = writeFrame(status, &message{Type: msgIPC, IPC: n})
+				_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgIPC, IPC: n})
 			}
 		}
 	}()

@@ -18,14 +18,13 @@ import (
 
 	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
-// Inherited descriptors of the launcher; see the diagram in proto.go.
+// The launcher's inherited descriptors are wire.CtlFD and wire.StatusFD; see
+// the diagram in jail/wire.
 const (
-	ctlFD    = 3
-	statusFD = 4
-
 	// closeRangeCloexec is CLOSE_RANGE_CLOEXEC (Linux 5.11).
 	closeRangeCloexec = 1 << 2
 
@@ -44,26 +43,27 @@ const (
 // drops the signals its command sends it that it has no handler for (SIGKILL
 // and SIGSTOP included), and when the launcher dies, however it dies, the
 // kernel kills every process in the namespace. The command is forked with
-// the highest OOM score and the launcher keeps a low one (see oomScore), so
+// the highest OOM score and the launcher keeps a low one (see oomAdjust), so
 // the kernel's OOM killer takes the command's processes first.
 func launch() int {
 	// The main thread, whose id is the launcher's pid: never restricted. It
 	// reaps and kills. The program's init locked it (launcher.Main checks).
-	status := os.NewFile(statusFD, "status")
+	status := os.NewFile(wire.StatusFD, "status")
 	fail := func(kind string, err error) int {
-		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: kind, Error: err.Error()})
 		return 2
 	}
 	// Every descriptor from 3 up becomes close-on-exec, including any the
 	// supervisor leaked to us, so the command inherits exactly 0, 1 and 2.
 	// Marking instead of closing leaves the Go runtime's own fds alone.
-	if err := unix.CloseRange(ctlFD, ^uint(0), closeRangeCloexec); err != nil {
+	if err := unix.CloseRange(wire.CtlFD, ^uint(0), closeRangeCloexec); err != nil {
 		return fail("", fmt.Errorf("close_range(CLOSE_RANGE_CLOEXEC), Linux >= 5.11: %w", err))
 	}
 	// Before the launcher stops being dumpable: from then on its /proc files
 	// are root's, and an ordinary user could no longer open its own score.
-	oomScore.open()
-	selfIO, _ = os.Open("/proc/self/io")
+	var oom oomAdjust
+	oom.open()
+	selfIO, _ := os.Open("/proc/self/io") // for treeUsage
 	// Not dumpable: /proc/<launcher>/fd and mem need CAP_SYS_PTRACE, whatever
 	// Landlock's rules (a command without scoping could otherwise forge status
 	// frames through fd/4).
@@ -84,13 +84,13 @@ func launch() int {
 	go func() { <-sig; requestStop() }()
 
 	startedCh := make(chan started, 1)
-	go commandThread(status, startedCh)
+	go commandThread(status, &oom, startedCh)
 	st := <-startedCh
 	pid := st.pid
 	if pid == 0 {
 		return st.exit // the command thread reported why
 	}
-	oomScore.settle()
+	oom.settle()
 	var fwd *forwarder
 	if st.net != nil {
 		fwd = &forwarder{socket: st.spec.ProxySocket, token: st.spec.ProxyToken, lookups: reported{max: maxLookups}}
@@ -99,17 +99,17 @@ func launch() int {
 	if st.guard != nil {
 		go st.guard.serve()
 	}
-	servePorts(st.spec, pid) // ports_linux.go: a session's ports, and a call's
+	servePorts(st.spec, pid, st.listeners) // ports_linux.go: a session's ports, and a call's
 	stopIPC := watchIPC(status)
-	ctl := os.NewFile(ctlFD, "ctl")
+	ctl := os.NewFile(wire.CtlFD, "ctl")
 	// A signal frame is passed on to the command's process group; anything
 	// else, EOF (Kill closed it, or the supervisor died) or an error on the
 	// control socket means: stop now.
 	cmd := &command{pid: pid}
 	go func() {
 		for {
-			m, err := readFrame(ctl)
-			if err != nil || m.Type != msgSignal {
+			m, err := wire.ReadFrame(ctl)
+			if err != nil || m.Type != wire.MsgSignal {
 				requestStop()
 				return
 			}
@@ -129,14 +129,14 @@ func launch() int {
 	ws := reap(cmd, requestStop)
 	close(empty)
 	stopIPC() // its frames are not written after the exit frame
-	msg := &message{Type: msgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage()}
+	msg := &wire.Message{Type: wire.MsgExit, Lookups: fwd.names(), UnixRefused: st.guard.refusedTargets(), Usage: treeUsage(selfIO)}
 	switch {
 	case ws.Exited():
 		msg.Code = ws.ExitStatus()
 	case ws.Signaled():
 		msg.Code, msg.Signal = -1, unix.SignalName(ws.Signal())
 	}
-	_ = writeFrame(status, msg)
+	_ = wire.WriteFrame(status, msg)
 	return 0
 }
 
@@ -150,6 +150,29 @@ type started struct {
 	net   *privateNet // the listeners of the command's private network, or nil
 	spec  *Spec
 	guard *unixGuard // the command's unix socket guard, or nil
+	// listeners are the command's session ports' listeners (listenPorts),
+	// for servePorts: the started channel hands them to the main thread.
+	listeners []int
+}
+
+// cmdThread is what the launcher's command thread keeps from one step of its
+// set-up to the next; it is the thread's alone (the main thread gets what it
+// needs in started), and passed along instead of living in package variables.
+type cmdThread struct {
+	status *os.File
+	// oom is the launcher's OOM score, opened by the main thread while the
+	// launcher was dumpable; raised here before the fork, settled there.
+	oom *oomAdjust
+	// pidsMax is the command's pids.max (joinCmdCgroups), -1 if none.
+	pidsMax int
+	// nproc is the RLIMIT_NPROC applyNproc or applyHostNproc set, 0 if none:
+	// the started frame tells the supervisor (see Tree.ProcessCeiling).
+	nproc int
+	// threadsWarm: warmThreads ran (a pooled launcher does it while it waits,
+	// so that the call does not).
+	threadsWarm bool
+	// listeners are listenPorts', for started.
+	listeners []int
 }
 
 // commandThread runs on a thread of its own, locked and never unlocked, so
@@ -157,20 +180,21 @@ type started struct {
 // launcher waits for its spec, reads the spec, builds the command's root and
 // network, restricts itself, starts the command from itself, and reports the
 // start on status.
-func commandThread(status *os.File, done chan<- started) {
+func commandThread(status *os.File, oom *oomAdjust, done chan<- started) {
 	runtime.LockOSThread()
 	if err := restrict.NotMainThread(); err != nil {
-		_ = writeFrame(status, &message{Type: msgError, Kind: errKindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: wire.KindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
 		done <- started{exit: 2}
 		return
 	}
-	joinCmdCgroups()
-	done <- startFromSpec(status)
+	t := &cmdThread{status: status, oom: oom, pidsMax: joinCmdCgroups()}
+	done <- t.startFromSpec()
 }
 
-func startFromSpec(status *os.File) started {
+func (t *cmdThread) startFromSpec() started {
+	status := t.status
 	fail := func(kind string, err error) started {
-		_ = writeFrame(status, &message{Type: msgError, Kind: kind, Error: err.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: kind, Error: err.Error()})
 		return started{exit: 2}
 	}
 	// Do what does not depend on the spec while waiting for it (a pooled
@@ -178,15 +202,15 @@ func startFromSpec(status *os.File) started {
 	Probe()
 	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
 
-	ctl := os.NewFile(ctlFD, "ctl")
+	ctl := os.NewFile(wire.CtlFD, "ctl")
 	m, fds, err := readControl(ctl)
 	var pr *prepared
-	if err == nil && m.Type == msgPrepare && m.Base != nil && len(fds) == 0 {
-		pr = prepare(m.Base)
+	if err == nil && m.Type == wire.MsgPrepare && m.Base != nil && len(fds) == 0 {
+		pr = t.prepare(m.Base)
 		defer pr.close()
 		// Said, so that a pool (and its tests) can tell a launcher that is
 		// ready from one still preparing.
-		if err := writeFrame(status, &message{Type: msgPrepared}); err != nil {
+		if err := wire.WriteFrame(status, &wire.Message{Type: wire.MsgPrepared}); err != nil {
 			return fail("", fmt.Errorf("reporting prepared: %w", err))
 		}
 		m, fds, err = readControl(ctl)
@@ -203,28 +227,28 @@ func startFromSpec(status *os.File) started {
 		}
 		return fail("", err)
 	}
-	pid, privateRoot, pnet, guard, spawnErr, err := startCommand(m.Spec, stdio(m, fds), pr)
+	pid, privateRoot, pnet, guard, spawnErr, err := t.startCommand(m.Spec, stdio(m, fds), pr)
 	switch {
 	case err != nil:
-		return fail(errKindSandbox, err)
+		return fail(wire.KindSandbox, err)
 	case spawnErr != nil:
-		_ = writeFrame(status, &message{Type: msgSpawnError, Error: spawnErr.Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = writeFrame(status, &message{Type: msgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: nprocSet})
-	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard}
+	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: t.nproc})
+	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard, listeners: t.listeners}
 }
 
 // readControl reads a frame from the control socket, and the descriptors sent
 // with its first bytes (a spec's stdout and stderr). io.EOF: the supervisor
 // closed the socket first.
-func readControl(ctl *os.File) (*message, []int, error) {
+func readControl(ctl *os.File) (*wire.Message, []int, error) {
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(4*3))
 	var n, oobn int
 	var err error
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(ctlFD, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err = unix.Recvmsg(wire.CtlFD, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
@@ -242,7 +266,7 @@ func readControl(ctl *os.File) (*message, []int, error) {
 			rights = append(rights, fds...)
 		}
 	}
-	m, err := readFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
+	m, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(hdr[:n]), ctl))
 	if err != nil {
 		return nil, rights, fmt.Errorf("reading control frame: %w", err)
 	}
@@ -251,8 +275,8 @@ func readControl(ctl *os.File) (*message, []int, error) {
 
 // checkSpecFrame checks that m is a spec with a command, sent with stdout and
 // stderr, and stdin first if it says so.
-func checkSpecFrame(m *message, fds []int) error {
-	if m.Type != msgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
+func checkSpecFrame(m *wire.Message, fds []int) error {
+	if m.Type != wire.MsgSpec || m.Spec == nil || len(m.Spec.Argv) == 0 {
 		return fmt.Errorf("want a spec frame with a command, got %q", m.Type)
 	}
 	switch {
@@ -271,7 +295,7 @@ func checkSpecFrame(m *message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
+func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
@@ -291,7 +315,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 		// to them (policy.Place).
 		policy.RewriteCommand(spec)
 	}
-	if err := listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
+	if t.listeners, err = listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	// Looked up in the root the command gets, with its mounts in place.
@@ -299,7 +323,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err != nil {
 		return 0, privateRoot, nil, nil, err, nil
 	}
-	oomScore.raise() // before the restriction: /proc/self is read-only after it
+	t.oom.raise() // before the restriction: /proc/self is read-only after it
 	if !spec.Unsafe {
 		sb := &spec.Sandbox
 		if privateRoot {
@@ -327,10 +351,10 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err := applyRlimits(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if err := applyNproc(spec.Limits); err != nil {
+	if err := t.applyNproc(spec.Limits); err != nil {
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	if err := applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
+	if err := t.applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
 	env := spec.Env
@@ -352,7 +376,7 @@ func startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot
 	if err != nil {
 		return 0, privateRoot, nil, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}
-	lowerPidsMax(spec.Limits)
+	lowerPidsMax(t.pidsMax, spec.Limits)
 	return pid, privateRoot, pnet, guard, nil, nil
 }
 

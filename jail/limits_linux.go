@@ -81,21 +81,19 @@ func HardOpenFiles() (uint64, error) {
 	return cur.Max, err
 }
 
-// selfIO is the launcher's /proc/self/io, opened while it is still dumpable:
-// after, its /proc files are root's, and an ordinary user could not open it.
-var selfIO *os.File
-
 // treeUsage is what the kernel accounted of the tree the launcher reaped: the
 // CPU time and peak resident memory (of the largest process) of its reaped
 // children (a process's
 // children's figures are added to its own when it reaps them, so every
 // descendant reaped by someone in the tree is counted once), and the bytes
 // they wrote, which /proc/self/io adds up the same way. The launcher's own
-// writes (its frames, to a pipe) do not count as written bytes.
+// writes (its frames, to a pipe) do not count as written bytes. selfIO is the
+// launcher's /proc/self/io, opened while it was still dumpable: after, its
+// /proc files are root's, and an ordinary user could not open it.
 //
 // Children whose parent ignored SIGCHLD are reaped by the kernel without
 // adding their figures to anyone's: those escape this sum, not the watchdog's.
-func treeUsage() *policy.Usage {
+func treeUsage(selfIO *os.File) *policy.Usage {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) != nil {
 		return nil

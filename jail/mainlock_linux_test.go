@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/jail/restrict"
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // NoMainLockEnv makes this test binary's init leave the main thread unlocked
@@ -36,7 +37,7 @@ func TestLauncherNeedsLockedMainThread(t *testing.T) {
 		}
 		defer r.Close()
 		var stderr bytes.Buffer
-		cmd := exec.Command(testExe(t), "worker", roleExec)
+		cmd := exec.Command(testExe(t), "worker", wire.RoleExec)
 		cmd.Env = env
 		cmd.ExtraFiles = []*os.File{ctl, w}
 		cmd.Stderr = &stderr

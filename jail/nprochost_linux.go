@@ -4,12 +4,12 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/rlimit"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -23,14 +23,14 @@ import (
 // RLIMIT_NPROC holds it in the kernel instead, checked at every fork. The
 // kernel counts every task of the user (of the command's real uid), so the
 // launcher sets it, right before it forks the command, to the tasks that uid
-// has now plus maxProcesses plus a margin (hostNprocMargin): the tree can grow
+// has now plus maxProcesses plus a margin (wire.HostNprocMargin): the tree can grow
 // past maxProcesses, where the watchdog ends it as before, but not much
 // further, however late the watchdog's poll.
 //
 // The count is the kernel's own, found by asking it: with the soft limit at
 // n (the hard one kept, so that it can be put back) a fork succeeds exactly
 // when the user has fewer than n tasks. The launcher starts from the count
-// the previous call's launcher found (hostTasksEnv, passed at its spawn),
+// the previous call's launcher found (wire.HostTasksEnv, passed at its spawn),
 // confirms it within the margin with two forks (0.2 ms each; a scan of /proc
 // took 1 to 15 ms, and misses what /proc hides: hidepid, a container sharing
 // the host's users), and bisects otherwise (about 17 forks, the first call).
@@ -48,62 +48,47 @@ import (
 // without one limits that uid the same way. Its own threads are root's, which
 // the kernel does not limit.
 
-// hostNprocMargin is how far past maxProcesses the kernel lets a tree grow
-// before it refuses its forks. It absorbs what the user's other tasks grow by
-// while the call runs: the server's own, first (a call has its pools start a
-// launcher and a JS worker, ten to thirty threads), which a margin of a
-// quarter of maxProcesses (5 of 20) did not on a busy machine.
-const hostNprocMargin = 64
-
-// hostTasksEnv passes a launcher the user's task count the last launcher
-// found, to start from.
-const hostTasksEnv = "AUTOBOX_HOST_TASKS"
-
-// hostTasksHint is the count the last call's launcher reported (see
-// Tree.readStatus), for the next launchers' hostTasksEnv; 0 before any.
-var hostTasksHint atomic.Int64
-
 // wantHostNproc reports whether this launcher holds its command's process
 // limit with RLIMIT_NPROC on the host's count: no user namespace, no pid
-// namespace (a root launcher is its init), no pids cgroup.
-func wantHostNproc() bool { return !inUserNS && os.Getpid() != 1 && pidsMaxFD < 0 }
+// namespace (a root launcher is its init), no pids cgroup (pidsMax, -1).
+func wantHostNproc(pidsMax int) bool { return !inUserNS && os.Getpid() != 1 && pidsMax < 0 }
 
 // applyHostNproc sets RLIMIT_NPROC for the command about to be forked from
-// the calling thread (see above), and reports it in nprocSet. Where the
+// the calling thread (see above), and reports it in t.nproc. Where the
 // kernel's count cannot be found, the limit is left unset: the watchdog holds
 // maxProcesses alone, as it did before.
-func applyHostNproc(l *policy.Limits) error {
-	if !wantHostNproc() || l == nil || l.Processes <= 0 {
+func (t *cmdThread) applyHostNproc(l *policy.Limits) error {
+	if !wantHostNproc(t.pidsMax) || l == nil || l.Processes <= 0 {
 		return nil
 	}
 	if unix.Getuid() == 0 { // this thread's: the command's uid, dropped already where root drops it
 		return nil // the kernel does not limit root's forks
 	}
-	if !threadsWarm {
-		warmThreads()
+	if !t.threadsWarm {
+		t.warmThreads()
 	}
 	var cur unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
 		return nil
 	}
-	hint, err := strconv.Atoi(os.Getenv(hostTasksEnv))
+	hint, err := strconv.Atoi(os.Getenv(wire.HostTasksEnv))
 	if err != nil {
 		hint = -1
 	}
 	// No user has more tasks than the kernel has pids (PID_MAX_LIMIT).
 	hard := int(min(cur.Max, 1<<22))
-	tasks, ok := searchTasks(hint, hard, hostNprocMargin, func(n int) bool { return forkRefusedAt(uint64(n), cur) })
+	tasks, ok := searchTasks(hint, hard, wire.HostNprocMargin, func(n int) bool { return forkRefusedAt(uint64(n), cur) })
 	if !ok {
 		return nil // at the user's own hard limit already
 	}
-	limit := uint64(tasks + l.Processes + hostNprocMargin)
+	limit := uint64(tasks + l.Processes + wire.HostNprocMargin)
 	if limit >= cur.Max {
 		return nil // the user's own hard limit is lower already
 	}
 	if err := rlimit.Set(unix.RLIMIT_NPROC, limit, limit); err != nil {
 		return err
 	}
-	nprocSet = int(limit)
+	t.nproc = int(limit)
 	return nil
 }
 
@@ -149,26 +134,4 @@ func forkRefusedAt(n uint64, cur unix.Rlimit) bool {
 	_, err := syscall.ForkExec("", nil, nil)
 	_ = unix.Setrlimit(unix.RLIMIT_NPROC, &cur)
 	return errors.Is(err, syscall.EAGAIN)
-}
-
-// hostCeiling is ProcessCeiling where the launcher set RLIMIT_NPROC on the
-// host's count: the kernel lets the tree have maxProcesses and the margin
-// only while the user's other tasks stay as many as they were, so a tree that
-// stays at maxProcesses is taken as held there (see watchdog.CeilingHold).
-func (t *Tree) hostCeiling() int { return t.processes }
-
-// noteHostTasks keeps the count a launcher that set RLIMIT_NPROC on the host's
-// count found, nproc its limit, for the next launchers (hostTasksEnv).
-func (t *Tree) noteHostTasks(nproc int) {
-	if !t.userns && nproc > 0 {
-		hostTasksHint.Store(int64(nproc - t.processes - hostNprocMargin))
-	}
-}
-
-// hostTasksArg is the hostTasksEnv setting for a launcher spawned now, or "".
-func hostTasksArg() string {
-	if h := hostTasksHint.Load(); h > 0 {
-		return hostTasksEnv + "=" + strconv.FormatInt(h, 10)
-	}
-	return ""
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -104,9 +105,9 @@ func TestHostNproc(t *testing.T) {
 	// At least maxProcesses and the margin above the user's tasks (one at
 	// least: the launcher), at most every task of the machine (with room for
 	// other tests of this user) and twice the margin above.
-	low, high := 1+30+hostNprocMargin, totalTasks(t)+30+2*hostNprocMargin+1000
+	low, high := 1+30+wire.HostNprocMargin, totalTasks(t)+30+2*wire.HostNprocMargin+1000
 	if err1 != nil || err2 != nil || soft != hard || soft < low || soft > high {
-		t.Fatalf("RLIMIT_NPROC %q: want soft and hard between %d and %d (maxProcesses 30, the margin %d)", got, low, high, hostNprocMargin)
+		t.Fatalf("RLIMIT_NPROC %q: want soft and hard between %d and %d (maxProcesses 30, the margin %d)", got, low, high, wire.HostNprocMargin)
 	}
 	if n := tree.ForksRefused(); n != -1 {
 		t.Errorf("ForksRefused %d: want -1 (refused by RLIMIT_NPROC, uncounted)", n)
@@ -114,8 +115,8 @@ func TestHostNproc(t *testing.T) {
 	if c := tree.ProcessCeiling(); c != 30 {
 		t.Errorf("ProcessCeiling %d: want maxProcesses, 30", c)
 	}
-	if h := int(hostTasksHint.Load()); h != soft-30-hostNprocMargin {
-		t.Errorf("the count kept for the next launcher: %d, want %d", h, soft-30-hostNprocMargin)
+	if h := int(hostTasksHint.Load()); h != soft-30-wire.HostNprocMargin {
+		t.Errorf("the count kept for the next launcher: %d, want %d", h, soft-30-wire.HostNprocMargin)
 	}
 
 	// The kernel refuses what the watchdog would have to catch: far more

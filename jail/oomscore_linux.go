@@ -6,7 +6,7 @@ import (
 	"os"
 )
 
-// oomScore makes the command, not the launcher, the OOM killer's choice (in
+// oomAdjust makes the command, not the launcher, the OOM killer's choice (in
 // the call's memory cgroup, which they share, and on the host). The launcher
 // raises its score to the maximum just before it forks the command, which
 // inherits it, then sets its own to the minimum, which takes
@@ -16,9 +16,8 @@ import (
 // maximum too. Without, a command may lower its processes' scores to the
 // launcher's, and the OOM killer may then pick the launcher: the pid
 // namespace or the cgroup sweep still kills everything, and the supervisor
-// reports a memory kill.
-var oomScore oomAdjust
-
+// reports a memory kill. The launcher's main thread opens it and passes it to
+// the command thread (cmdThread.oom).
 type oomAdjust struct {
 	f      *os.File // opened before the command thread changes its root
 	before []byte   // the score before raise, nil if not raised

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // Session ports, the launcher's part (package portfwd is the supervisor's).
@@ -46,31 +48,24 @@ import (
 // (it exits with the launcher), and connected from whichever thread: a
 // socket belongs to the namespace it was made in.
 
-// PortsPreamble starts a launcher's connection to the supervisor's ports
-// socket, followed by the call's token and a newline.
-const PortsPreamble = "AUTOBOX-PORTS "
-
-// portListeners are the listeners listenPorts opened, for servePorts: set by
-// the command thread before it reports the start, read by the main thread
-// after (the started channel orders them). A launcher runs one command.
-var portListeners []int
-
 // reservedPorts are the ports of a private network's own listeners.
 var reservedPorts = map[int]string{ProxyPort: "the proxy's", RedirectPort: "the transparent path's", 53: "the resolver's"}
 
 // listenPorts opens the listeners of spec.ListenPorts in the calling thread's
 // network namespace; private says it is the command's own (else nothing may
-// be opened: the host's loopback is not the call's to take).
-func listenPorts(spec *Spec, private bool) error {
+// be opened: the host's loopback is not the call's to take). It returns them
+// (with an error, those opened before it), for servePorts: the command thread
+// opens them, the main thread serves them (started hands them over).
+func listenPorts(spec *Spec, private bool) (listeners []int, err error) {
 	if len(spec.ListenPorts) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !private {
-		return fmt.Errorf("%w: session ports need the command's own network namespace; this command shares the host's network", ErrUnsupported)
+		return nil, fmt.Errorf("%w: session ports need the command's own network namespace; this command shares the host's network", ErrUnsupported)
 	}
 	for _, p := range spec.ListenPorts {
 		if p < 1 || p > 65535 || reservedPorts[p] != "" {
-			return fmt.Errorf("session port %d: not a port the command's network may take", p)
+			return listeners, fmt.Errorf("session port %d: not a port the command's network may take", p)
 		}
 		for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
 			fd, err := listenOn(family, unix.SOCK_STREAM, loopbackAddr(family, p))
@@ -78,39 +73,39 @@ func listenPorts(spec *Spec, private bool) error {
 				if family == unix.AF_INET6 && errors.Is(err, unix.EAFNOSUPPORT) {
 					continue
 				}
-				return fmt.Errorf("listening on port %d for a session's port: %w", p, err)
+				return listeners, fmt.Errorf("listening on port %d for a session's port: %w", p, err)
 			}
-			portListeners = append(portListeners, fd)
+			listeners = append(listeners, fd)
 		}
 	}
-	return nil
+	return listeners, nil
 }
 
 // servePorts connects to the supervisor's ports socket and serves it for the
 // launcher's life (see the top of the file). pid is the command's, whose
 // network namespace a session's dials go into. Failures leave the command
-// running without its ports: the supervisor reports them.
-func servePorts(spec *Spec, pid int) {
+// running without its ports: the supervisor reports them. listeners are
+// listenPorts', which it passes on and closes.
+func servePorts(spec *Spec, pid int, listeners []int) {
 	if spec == nil || spec.PortsSocket == "" {
-		closeAll(portListeners)
+		closeAll(listeners)
 		return
 	}
 	c, err := net.Dial("unixpacket", spec.PortsSocket)
 	if err != nil {
-		closeAll(portListeners)
+		closeAll(listeners)
 		return
 	}
 	conn := c.(*net.UnixConn)
-	if _, err := io.WriteString(conn, PortsPreamble+spec.PortsToken+"\n"); err != nil {
+	if _, err := io.WriteString(conn, wire.PortsPreamble+spec.PortsToken+"\n"); err != nil {
 		conn.Close()
-		closeAll(portListeners)
+		closeAll(listeners)
 		return
 	}
-	if len(portListeners) > 0 {
-		_, _, _ = conn.WriteMsgUnix([]byte("L"), unix.UnixRights(portListeners...), nil)
-		closeAll(portListeners)
+	if len(listeners) > 0 {
+		_, _, _ = conn.WriteMsgUnix([]byte("L"), unix.UnixRights(listeners...), nil)
+		closeAll(listeners)
 	}
-	portListeners = nil
 	if !spec.OfferPorts {
 		// Nothing to answer: the connection stays open until the launcher
 		// exits, which tells the supervisor that the command is gone.

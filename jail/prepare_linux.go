@@ -44,13 +44,13 @@ type prepared struct {
 // prepare does for base what can be done before the spec arrives, on the calling
 // thread (the one that will restrict itself). What fails is left to the call,
 // which then does it, or fails, as it would have without preparation.
-func prepare(base *policy.Sandbox) *prepared {
+func (t *cmdThread) prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{fd: -1, base: base}
 	if inUserNS {
-		warmThreads()
+		t.warmThreads()
 		nprocPerUserNS() // known before the call (applyNproc)
-	} else if wantHostNproc() && os.Getuid() != 0 {
-		warmThreads() // before the call's limit (applyHostNproc)
+	} else if wantHostNproc(t.pidsMax) && os.Getuid() != 0 {
+		t.warmThreads() // before the call's limit (applyHostNproc)
 	}
 	if wantPrivateRoot() {
 		// In a user namespace the launcher cannot go back to the host's

@@ -3,6 +3,7 @@ package jail
 import (
 	"os"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -13,15 +14,17 @@ type Spec = policy.Command
 type Result = policy.Exit
 
 // NoNamespacesEnv, set to 1 in the environment of the process that starts
-// launchers, makes the jail use no namespaces even where it could: no pid
-// namespace, no private root, no read-only remount. The sandbox is then what
-// an unprivileged user gets (Landlock, seccomp, the process-tree sweep); the
-// tests use it to check those paths on a root machine.
-const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
+// launchers, makes the jail use no namespaces even where it could (see
+// wire.NoNamespacesEnv).
+const NoNamespacesEnv = wire.NoNamespacesEnv
+
+// PortsPreamble starts a launcher's connection to the server's ports socket
+// (see wire.PortsPreamble).
+const PortsPreamble = wire.PortsPreamble
 
 // ProxyPort is where, inside its private network, a command reaches the proxy
 // for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
-const ProxyPort = 3128
+const ProxyPort = wire.ProxyPort
 
 // Interactive is what a command that outlives its first answer (a session)
 // gets besides what Start gives: an input, and perhaps a terminal.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/autobox-dev/autobox/jail/restrict"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -176,7 +177,7 @@ type Isolation struct {
 
 // TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
 // root shows at /tmp.
-const TmpDirName = ".tmp"
+const TmpDirName = wire.TmpDirName
 
 // Mode names, as results and doctor give them (see Isolation.Mode): a root
 // server's namespaces, an ordinary user's made in user namespaces, or none.

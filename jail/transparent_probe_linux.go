@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // TransparentNetwork reports whether a command with allowHosts also gets the
@@ -34,9 +36,9 @@ var transparentProbe = sync.OnceValue(func() error {
 	env := []string{} // not nil: nothing of this environment
 	if launcherMode() == nsUser {
 		userNSAttr(sys)
-		env = append(env, userNSEnv+"=1")
+		env = append(env, wire.UserNSEnv+"=1")
 	}
-	cmd := exec.Command(exe, "worker", roleTransparentProbe)
+	cmd := exec.Command(exe, "worker", wire.RoleTransparentProbe)
 	cmd.Env = env
 	cmd.SysProcAttr = sys
 	return runProbe(cmd)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/goenv"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -196,13 +197,13 @@ func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 // SCM_RIGHTS with the first bytes of the frame, after in's Stdin if in is not
 // nil.
 func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Interactive) error {
-	m := &message{Type: msgSpec, Spec: spec}
+	m := &wire.Message{Type: wire.MsgSpec, Spec: spec}
 	files := []*os.File{stdout, stderr}
 	if in != nil {
 		m.Stdin, m.Terminal = true, in.Terminal
 		files = append([]*os.File{in.Stdin}, files...)
 	}
-	frame, err := encodeFrame(m)
+	frame, err := wire.EncodeFrame(m)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
@@ -235,7 +236,7 @@ func (t *Tree) Signal(sig string) error {
 	if _, ok := signalable[sig]; !ok {
 		return fmt.Errorf("%w: the launcher does not send %q", ErrPolicy, sig)
 	}
-	frame, err := encodeFrame(&message{Type: msgSignal, Signal: sig})
+	frame, err := wire.EncodeFrame(&wire.Message{Type: wire.MsgSignal, Signal: sig})
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func (t *Tree) Signal(sig string) error {
 // prepare asks an idle launcher to build what it can of a sandbox that extends
 // base before its spec arrives (see prepared).
 func (t *Tree) prepare(base *policy.Sandbox) error {
-	frame, err := encodeFrame(&message{Type: msgPrepare, Base: base})
+	frame, err := wire.EncodeFrame(&wire.Message{Type: wire.MsgPrepare, Base: base})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // treeScript leaves processes that a naive kill misses: a daemon made with
@@ -249,7 +251,7 @@ func TestStatusRefusesSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := writeFrame(w, &message{Type: msgExit, Spec: &Spec{Argv: []string{"x"}}}); err != nil {
+	if err := wire.WriteFrame(w, &wire.Message{Type: wire.MsgExit, Spec: &Spec{Argv: []string{"x"}}}); err != nil {
 		t.Fatal(err)
 	}
 	tree := &Tree{finished: make(chan struct{}), reaped: make(chan struct{})}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // A launcher's life seen from this side: forked from a thread locked until it
@@ -37,22 +39,22 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		sys.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 		if mode == nsUser {
 			t.userns = true // forkUserNSLauncher makes the namespaces
-			env = append(env[:len(env):len(env)], userNSEnv+"=1")
+			env = append(env[:len(env):len(env)], wire.UserNSEnv+"=1")
 		}
 	}
-	if n := len(files) - firstCgroupFD; n > 0 {
-		env = append(env[:len(env):len(env)], launcherCgroupsEnv+"="+strconv.Itoa(n))
+	if n := len(files) - wire.FirstCgroupFD; n > 0 {
+		env = append(env[:len(env):len(env)], wire.CgroupsEnv+"="+strconv.Itoa(n))
 		if t.cmdcg != nil && t.cmdcg.pidsMax != nil {
-			env = append(env, launcherPidsMaxEnv+"=1")
+			env = append(env, wire.PidsMaxEnv+"=1")
 		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
 	var pid int
 	var err error
 	if t.userns {
-		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", roleExec}, env, files, sys.Pdeathsig)
+		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", wire.RoleExec}, env, files, sys.Pdeathsig)
 	} else {
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", roleExec}, attr)
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", wire.RoleExec}, attr)
 	}
 	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.
@@ -62,7 +64,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		if uid, _, drop := CommandCredential(); drop {
 			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], dropUIDEnv+"="+strconv.Itoa(uid))
 		}
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", roleExec}, attr)
+		pid, err = syscall.ForkExec(exe, []string{exe, "worker", wire.RoleExec}, attr)
 	}
 	switch {
 	case err != nil && t.pidns && transientForkError(err):
@@ -113,7 +115,7 @@ func (t *Tree) readStatus(status *os.File) report {
 	defer status.Close()
 	r := report{res: Result{ExitCode: -1}}
 	for !r.final {
-		m, err := readFrame(status)
+		m, err := wire.ReadFrame(status)
 		if err == nil && (m.Spec != nil || m.Base != nil) {
 			err = fmt.Errorf("a %q status frame carries a spec", m.Type) // only launchers get those
 		}
@@ -124,27 +126,27 @@ func (t *Tree) readStatus(status *os.File) report {
 			break
 		}
 		switch m.Type {
-		case msgPrepared:
+		case wire.MsgPrepared:
 			close(t.preparedCh) // the launcher sends it once, before any started frame
-		case msgStarted:
+		case wire.MsgStarted:
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
 			t.shmemBase.Store(t.cgroup.shmem() + 1)
 			t.noteHostTasks(m.Nproc)
-		case msgIPC:
+		case wire.MsgIPC:
 			t.ipc.Store(m.IPC)
-		case msgSpawnError:
+		case wire.MsgSpawnError:
 			r.res.SpawnError, r.final = m.Error, true
-		case msgExit:
+		case wire.MsgExit:
 			r.res.ExitCode, r.res.Signal, r.final = m.Code, m.Signal, true
 			r.res.Lookups, r.res.UnixRefused = m.Lookups, m.UnixRefused
 			if m.Usage != nil {
 				r.res.Usage = *m.Usage
 			}
-		case msgError:
+		case wire.MsgError:
 			r.final = true
-			r.failure = &launcherError{msg: m.Error, sandbox: m.Kind == errKindSandbox}
+			r.failure = &launcherError{msg: m.Error, sandbox: m.Kind == wire.KindSandbox}
 		default:
 			r.failure = fmt.Errorf("%w: unexpected %q frame", ErrLauncher, m.Type)
 		}

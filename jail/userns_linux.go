@@ -16,8 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/autobox-dev/autobox/internal/rlimit"
-	"github.com/autobox-dev/autobox/policy"
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // User namespaces: how an ordinary user's server gets what a root server gets.
@@ -65,9 +64,6 @@ const (
 	nsUser
 )
 
-// userNSEnv tells a launcher that it runs in a user namespace of its own.
-const userNSEnv = "AUTOBOX_USERNS"
-
 // launcherCaps are the capabilities a user-namespace launcher keeps across
 // its exec, inside its namespace: CAP_SYS_ADMIN for the mount namespace,
 // the private root and /proc; CAP_NET_ADMIN to bring loopback up in its
@@ -75,9 +71,6 @@ const userNSEnv = "AUTOBOX_USERNS"
 // CAP_SETPCAP to empty the bounding set before its command
 // starts.
 var launcherCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
-
-// inUserNS is true in a launcher forked into a user namespace.
-var inUserNS = os.Getenv(userNSEnv) == "1"
 
 // launcherMode is the mode of the launchers this process starts.
 func launcherMode() nsMode {
@@ -194,7 +187,7 @@ func probeUserNamespaces(exe string) error {
 		// Pdeathsig is the forking thread's: locked until the probe is
 		// reaped, and never unlocked, so that the thread ends with it.
 		runtime.LockOSThread()
-		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", roleUserNSProbe}, []string{userNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
+		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", wire.RoleUserNSProbe}, []string{wire.UserNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
 		w.Close()
 		if err != nil {
 			done <- ended{err: err}
@@ -242,43 +235,6 @@ func runProbe(cmd *exec.Cmd) error {
 		return errors.New(msg)
 	}
 	return err
-}
-
-// probeInside is the probe launcher's body: the namespaces a launcher makes
-// or enters (mount, with a tmpfs and a proc of its pid namespace; network,
-// with loopback up). It returns the exit code, having said what failed.
-func probeInside() int {
-	runtime.LockOSThread()
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s in a user namespace: %v", what, err)
-		return 1
-	}
-	if !hasCapSysAdmin() {
-		return fail("capabilities", errors.New("the launcher holds no CAP_SYS_ADMIN in its own namespace (an LSM such as AppArmor took it)"))
-	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fail("unshare(CLONE_NEWNS)", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return fail("making mounts slaves", err)
-	}
-	dir := "/tmp"
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		return fail("mounting a tmpfs", err)
-	}
-	if err := unix.Mkdir(dir+"/proc", 0o755); err != nil {
-		return fail("mkdir in the tmpfs", err)
-	}
-	if err := unix.Mount("proc", dir+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fail("mounting proc", err)
-	}
-	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return fail("unshare(CLONE_NEWNET)", err)
-	}
-	if err := loopbackUp(); err != nil {
-		return fail("bringing loopback up", err)
-	}
-	return 0
 }
 
 // userNSFix is the one-time change that lets this host give an ordinary
@@ -330,63 +286,6 @@ func wholeNetworkInUserNS(spec *Spec) bool {
 	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
 }
 
-// threadsWarm: warmThreads ran (a pooled launcher does it while it waits, so
-// that the call does not).
-var threadsWarm bool
-
-// warmThreads makes spareThreads idle threads in the runtime, ahead of the
-// process limit (see applyNproc).
-func warmThreads() {
-	threadsWarm = true
-	var wg sync.WaitGroup
-	release := make(chan struct{})
-	for range spareThreads {
-		wg.Add(1)
-		go func() {
-			runtime.LockOSThread()
-			wg.Done()
-			<-release
-			runtime.UnlockOSThread() // the thread goes to the runtime's idle list
-		}()
-	}
-	wg.Wait()
-	close(release)
-}
-
-// spareThreads is how many idle threads a user-namespace launcher makes
-// before its process limit is set: its Go runtime may want a thread later
-// (a goroutine blocked in a system call), and a thread it cannot make is
-// fatal to it.
-const spareThreads = 4
-
-// applyNproc makes maxProcesses a kernel limit in a user-namespace launcher
-// without a pids cgroup. Since Linux 5.14 RLIMIT_NPROC is checked against the
-// tasks of the caller's uid in the caller's user namespace, which here holds
-// this launcher and its command's tree alone: the limit is the launcher's
-// own tasks (less the command thread, which exits once the command runs)
-// plus l.Processes, and a fork past it fails with EAGAIN, as under a pids
-// cgroup. Like the other rlimits it is set on the launcher right before the
-// fork (see applyRlimits): the launcher's later threads count against it,
-// so it first makes the threads it may need, idle.
-func applyNproc(l *policy.Limits) error {
-	if !inUserNS || l == nil || l.Processes <= 0 || pidsMaxFD >= 0 || !nprocPerUserNS() {
-		return nil
-	}
-	if !threadsWarm {
-		warmThreads() // a launcher that was not prepared
-	}
-	tasks, err := ownTasks()
-	if err != nil {
-		return err
-	}
-	n := uint64(l.Processes + tasks - 1)
-	if err := rlimit.Set(unix.RLIMIT_NPROC, n, n); err != nil {
-		return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
-	}
-	nprocSet = int(n)
-	return nil
-}
-
 // nprocPerUserNS reports whether the kernel counts RLIMIT_NPROC per user
 // namespace (Linux 5.14, the ucounts rework). Before, it counts every process
 // of the uid on the host, and a limit of the call's size would refuse the
@@ -402,10 +301,6 @@ var nprocPerUserNS = sync.OnceValue(func() bool {
 	}
 	return major > 5 || major == 5 && minor >= 14
 })
-
-// nprocSet is the RLIMIT_NPROC applyNproc set, 0 if none: the started frame
-// tells the supervisor (see Tree.ProcessCeiling).
-var nprocSet int
 
 // ProcessCeiling is, where RLIMIT_NPROC holds the tree to its process limit
 // without counting refused forks (ForksRefused is -1), the most tasks the
@@ -434,26 +329,4 @@ func (t *Tree) ProcessCeiling() int {
 		}
 	}
 	return 0
-}
-
-// ownTasks counts the threads of this process: num_threads, the 20th field
-// of /proc/self/stat (one read; listing /proc/self/task took ~0.3 ms on the
-// call's path).
-func ownTasks() (int, error) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, fmt.Errorf("counting this launcher's threads: %w", err)
-	}
-	// Fields after the command name, which may hold anything but ends at the
-	// last ')': state is the 3rd field, num_threads the 20th.
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 18 {
-		return 0, fmt.Errorf("counting this launcher's threads: /proc/self/stat is %q", b)
-	}
-	n, err := strconv.Atoi(f[17])
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("counting this launcher's threads: num_threads %q", f[17])
-	}
-	return n, nil
 }

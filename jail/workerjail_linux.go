@@ -22,10 +22,10 @@ import (
 // links (10.9, 2022: see SECURITY.md), so it is built for a script that has
 // turned into native code in the worker. In the order a worker meets them:
 //
-//  1. The spawner thread (WorkerSpawner.Restrict, on a thread of the server
-//     that exits once the worker runs): capabilities dropped, no_new_privs,
-//     Landlock allowing only to read and execute the autobox binary and the
-//     libraries it maps.
+//  1. The spawner thread (WorkerSpawner.Restrict, on a thread of the server,
+//     never its main one, that exits once the worker runs): capabilities
+//     dropped, no_new_privs, Landlock allowing only to read and execute the
+//     autobox binary and the libraries it maps.
 //  2. The fork (WorkerSpawner.Start): the child is made in a user and a pid
 //     namespace of its own where the host allows it (see probeNamespaces),
 //     unmapped: inside it is uid 65534 with no capability after its exec, the
@@ -88,9 +88,14 @@ func NewWorkerSpawner(exe string) (*WorkerSpawner, error) {
 // Restrict confines the calling thread as a worker's parent: capabilities
 // dropped, no_new_privs and Landlock (the seccomp filter is the child's, see
 // Start). The caller holds runtime.LockOSThread and never unlocks: the
-// thread is retired with its goroutine. If the error wraps ErrSandbox the
+// thread is retired with its goroutine. It refuses the main thread, which Go
+// would wedge, restricted, instead of retiring it (restrict.OffMainThread;
+// restrict.RunOffMainThread finds another). If the error wraps ErrSandbox the
 // thread may be partly restricted.
 func (s *WorkerSpawner) Restrict() error {
+	if err := restrict.OffMainThread(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSandbox, err)
+	}
 	_, err := restrictThreadExceptSeccomp(s.p, nil, nil, seccomp.Options{StreamPairsOnly: true}, false)
 	return err
 }
@@ -148,16 +153,11 @@ func (s *WorkerSpawner) probeNamespaces() (workerNS, error) {
 		if try > 0 {
 			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 		}
-		done := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			if err := s.Restrict(); err != nil {
-				done <- err
-				return
+		restrict.RunOffMainThread(func() {
+			if err = s.Restrict(); err == nil {
+				err = cloneProbe(workerNSFlags)
 			}
-			done <- cloneProbe(workerNSFlags)
-		}()
-		err = <-done
+		})
 		switch {
 		case err == nil:
 			return workerNS{flags: workerNSFlags}, nil

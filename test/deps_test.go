@@ -15,7 +15,8 @@ import (
 // nor the transport or the command line; enforcement and storage never import
 // the server; jail/restrict imports nothing of ours but jail/seccomp, and the JS
 // worker imports it, not jail; jail/launcher is imported by cmd/autobox alone
-// (jail never imports it).
+// (jail never imports it); jail/wire, the format jail and its launcher share,
+// imports nothing of ours but policy and internal helpers.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
 	if err != nil {
@@ -60,6 +61,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if pkg == mod+"jail/restrict" && strings.HasPrefix(imp, mod) && imp != mod+"jail/seccomp" {
 				t.Errorf("jail/restrict imports %s; it must import nothing of ours but jail/seccomp", imp)
+			}
+			if pkg == mod+"jail/wire" && strings.HasPrefix(imp, mod) && imp != mod+"policy" && !strings.HasPrefix(imp, mod+"internal/") {
+				t.Errorf("jail/wire imports %s; it must import nothing of ours but policy and internal helpers", imp)
 			}
 			if strings.HasPrefix(pkg, mod+"worker") && imp == mod+"jail" {
 				t.Errorf("%s imports jail; the JS worker needs jail/restrict alone", pkg)

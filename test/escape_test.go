@@ -197,7 +197,7 @@ func TestLauncherOOMScore(t *testing.T) {
 		want = "-1000"
 	}
 	// The launcher lowers its own score once the command runs (jail's
-	// oomScore.settle), a moment after the command is seen: wait for it.
+	// oomAdjust.settle), a moment after the command is seen: wait for it.
 	for deadline := time.Now().Add(time.Minute); score(launcher) != want && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}

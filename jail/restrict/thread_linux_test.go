@@ -9,11 +9,12 @@ import (
 
 func init() { LockMainThread() }
 
-// onMain is NotMainThread asked on the main thread, which TestMain runs on.
-var onMain error
+// onMain and offMain are NotMainThread and OffMainThread asked on the main
+// thread, which TestMain runs on.
+var onMain, offMain error
 
 func TestMain(m *testing.M) {
-	onMain = NotMainThread()
+	onMain, offMain = NotMainThread(), OffMainThread()
 	os.Exit(m.Run())
 }
 
@@ -34,5 +35,20 @@ func TestNotMainThread(t *testing.T) {
 	}()
 	if err := <-done; err != nil {
 		t.Errorf("NotMainThread on another thread = %v, want nil", err)
+	}
+}
+
+// TestOffMainThread: on the main thread OffMainThread refuses (whether or not
+// it is locked); f given to RunOffMainThread runs off it, and the positive
+// control, another locked thread, passes.
+func TestOffMainThread(t *testing.T) {
+	if !errors.Is(offMain, ErrMainThread) {
+		t.Errorf("OffMainThread on the main thread = %v, want ErrMainThread", offMain)
+	}
+	var err error
+	ran := false
+	RunOffMainThread(func() { ran, err = true, OffMainThread() })
+	if !ran || err != nil {
+		t.Errorf("RunOffMainThread: ran %v, OffMainThread = %v; want true, nil", ran, err)
 	}
 }

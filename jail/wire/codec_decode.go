@@ -1,4 +1,4 @@
-package jail
+package wire
 
 import (
 	"encoding/binary"
@@ -119,7 +119,7 @@ func (d *decoder) nested(f func(*decoder) error) error {
 
 func errTag(tag byte) error { return fmt.Errorf("unknown tag %d", tag) }
 
-func (d *decoder) message(m *message) error {
+func (d *decoder) message(m *Message) error {
 	return d.fields("message", func(tag byte) (err error) {
 		switch tag {
 		case tagType:

@@ -1,4 +1,4 @@
-package jail
+package wire
 
 import (
 	"bytes"
@@ -48,13 +48,13 @@ func fill(t *testing.T, v reflect.Value, seed *int) {
 	}
 }
 
-func roundTrip(t *testing.T, m *message) *message {
+func roundTrip(t *testing.T, m *Message) *Message {
 	t.Helper()
-	frame, err := encodeFrame(m)
+	frame, err := EncodeFrame(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readFrame(bytes.NewReader(frame))
+	got, err := ReadFrame(bytes.NewReader(frame))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func roundTrip(t *testing.T, m *message) *message {
 // sandbox) and its base: a field added to any of them without a tag in codec.go
 // does not survive the trip, and this fails.
 func TestCodecCoversEveryField(t *testing.T) {
-	var m message
+	var m Message
 	seed := 0
 	fill(t, reflect.ValueOf(&m).Elem(), &seed)
 	if got := roundTrip(t, &m); !reflect.DeepEqual(got, &m) {
@@ -74,7 +74,7 @@ func TestCodecCoversEveryField(t *testing.T) {
 }
 
 func TestCodecKeepsNilAndEmptyApart(t *testing.T) {
-	m := &message{Type: msgSpec, Spec: &Spec{Argv: []string{"true"}, Env: []string{}}}
+	m := &Message{Type: MsgSpec, Spec: &policy.Command{Argv: []string{"true"}, Env: []string{}}}
 	got := roundTrip(t, m)
 	if got.Spec.Env == nil || len(got.Spec.Env) != 0 || got.Spec.Sandbox.ReadOnly != nil {
 		t.Errorf("Env %#v, ReadOnly %#v: want an empty list and nil", got.Spec.Env, got.Spec.Sandbox.ReadOnly)
@@ -82,14 +82,14 @@ func TestCodecKeepsNilAndEmptyApart(t *testing.T) {
 	if !reflect.DeepEqual(got, m) {
 		t.Errorf("got %+v, want %+v", got, m)
 	}
-	base := &message{Type: msgPrepare, Base: &policy.Sandbox{}}
+	base := &Message{Type: MsgPrepare, Base: &policy.Sandbox{}}
 	if got := roundTrip(t, base); !reflect.DeepEqual(got, base) {
 		t.Errorf("got %+v, want %+v", got, base)
 	}
 }
 
 func TestCodecRefusesBadBodies(t *testing.T) {
-	frame, err := encodeFrame(&message{Type: msgSpec, Spec: &Spec{Argv: []string{"/bin/echo", "hi"}, Sandbox: policy.Sandbox{ReadOnly: []string{"/usr"}}}})
+	frame, err := EncodeFrame(&Message{Type: MsgSpec, Spec: &policy.Command{Argv: []string{"/bin/echo", "hi"}, Sandbox: policy.Sandbox{ReadOnly: []string{"/usr"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestCodecRefusesBadBodies(t *testing.T) {
 	// Every cut of the body either decodes as a shorter message or fails; none
 	// panics. Cuts inside a field fail.
 	for n := 1; n < len(body); n++ {
-		var m message
+		var m Message
 		d := decoder{b: append([]byte(nil), body[:n]...)}
 		_ = d.message(&m)
 	}
@@ -118,7 +118,7 @@ func TestCodecRefusesBadBodies(t *testing.T) {
 			return append(binary.AppendUvarint([]byte{tagSpec}, uint64(len(list))), list...)
 		}(), "more than 65536"},
 	} {
-		var m message
+		var m Message
 		d := decoder{b: tc.body}
 		if err := d.message(&m); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
@@ -127,21 +127,21 @@ func TestCodecRefusesBadBodies(t *testing.T) {
 }
 
 func TestCodecRefusesOtherVersions(t *testing.T) {
-	frame, err := encodeFrame(&message{Type: msgExit})
+	frame, err := EncodeFrame(&Message{Type: MsgExit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	frame[4] = codecVersion + 1
-	if _, err := readFrame(bytes.NewReader(frame)); err == nil || !strings.Contains(err.Error(), "codec version") {
+	if _, err := ReadFrame(bytes.NewReader(frame)); err == nil || !strings.Contains(err.Error(), "codec version") {
 		t.Errorf("a frame of another version: %v, want it refused", err)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	frame, _ := encodeFrame(&message{Type: msgExit, Code: -1, Signal: "SIGKILL", Spec: &Spec{Argv: []string{"a"}}})
+	frame, _ := EncodeFrame(&Message{Type: MsgExit, Code: -1, Signal: "SIGKILL", Spec: &policy.Command{Argv: []string{"a"}}})
 	f.Add(frame[4:])
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var m message
+		var m Message
 		d := decoder{b: body}
 		if d.message(&m) != nil {
 			return

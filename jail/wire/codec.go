@@ -1,4 +1,4 @@
-package jail
+package wire
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 //
 // It replaced JSON, whose decoder took ~0.15 ms of every exec_command call in
 // the launcher, which has just woken up and whose caches are cold; this takes
-// microseconds. TestCodecCoversEveryField fails when a field is added to message,
+// microseconds. TestCodecCoversEveryField fails when a field is added to Message,
 // policy.Command or policy.Sandbox without a tag here.
 
 // codecVersion is the first byte of every body. The supervisor and a launcher
@@ -23,7 +23,7 @@ import (
 // below are never renumbered or reused; a change of meaning needs a new version.
 const codecVersion = 1
 
-// Tags of message.
+// Tags of Message.
 const (
 	tagType     = 1
 	tagSpec     = 2
@@ -164,7 +164,7 @@ func (e *encoder) nested(tag byte, f func(*encoder)) {
 	e.raw(string(sub.b))
 }
 
-func (e *encoder) message(m *message) {
+func (e *encoder) message(m *Message) {
 	e.str(tagType, m.Type)
 	if m.Spec != nil {
 		e.nested(tagSpec, func(e *encoder) { e.command(m.Spec) })
