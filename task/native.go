@@ -23,9 +23,10 @@ type NativeOptions struct {
 	// needs a network namespace (root); not with NoNetwork.
 	AllowHosts []string
 	// ReadOnly are extra host paths the harness may read and execute (where it is
-	// installed, its configuration). Made canonical.
+	// installed, its configuration). Canonical: a path through a symbolic link is
+	// refused (ErrInvalid), as exec_command refuses such a hostPath.
 	ReadOnly []string
-	// ReadWrite are extra host paths it may write. Made canonical; none may overlap the
+	// ReadWrite are extra host paths it may write. Canonical; none may overlap the
 	// project root, the repository's git directory or the tasks directory (ErrInvalid).
 	ReadWrite []string
 	// Env names variables passed from the environment of `autobox task run` to the
@@ -88,10 +89,10 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.ReadOnly, err = canonicalAll(o.ReadOnly); err != nil {
+	if o.ReadOnly, err = canonicalAll("--ro", o.ReadOnly); err != nil {
 		return nil, err
 	}
-	if o.ReadWrite, err = canonicalAll(o.ReadWrite); err != nil {
+	if o.ReadWrite, err = canonicalAll("--rw", o.ReadWrite); err != nil {
 		return nil, err
 	}
 	for _, p := range o.ReadWrite {
@@ -124,15 +125,23 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	return &Native{Worktree: w, o: o, exe: exe}, nil
 }
 
-func canonicalAll(paths []string) ([]string, error) {
+// canonicalAll checks that each path is absolute and canonical. A path through a
+// symbolic link is refused, not resolved: every run is given the same flags, and a
+// harness that may write a directory could otherwise put a link where a later
+// run's path passes (--rw a --rw a/b, a/b swapped for a link to ~/.ssh) and widen
+// what that run may write. what is the flag's name, for the error.
+func canonicalAll(what string, paths []string) ([]string, error) {
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("%w: path %q is not absolute", ErrInvalid, p)
+			return nil, fmt.Errorf("%w: %s %q is not absolute", ErrInvalid, what, p)
 		}
 		c, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, what, err)
+		}
+		if msg := policy.LinkProblem(what, p, c); msg != "" {
+			return nil, fmt.Errorf("%w: %s", ErrInvalid, msg)
 		}
 		out = append(out, c)
 	}

@@ -292,6 +292,39 @@ func TestNativeRejectsUnsafeOptions(t *testing.T) {
 	}
 }
 
+// TestNativeRefusesLinkedPaths: --ro and --rw paths through a symbolic link are
+// refused, not resolved. Every run gets the same flags, so a harness that can write
+// a directory could otherwise plant a link where a later run's path passes and widen
+// what that run may write (--rw a --rw a/b, a/b swapped for a link to a secret).
+func TestNativeRefusesLinkedPaths(t *testing.T) {
+	root, tasks := newRepo(t), tasksDir(t)
+	a, secret := t.TempDir(), t.TempDir()
+	b := filepath.Join(a, "b")
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Positive control: both paths canonical, as the first run sees them.
+	if _, err := NewNative(&NativeOptions{Options: Options{Project: root, TasksDir: tasks}, ReadWrite: []string{a, b}}); err != nil {
+		t.Fatalf("canonical --rw paths: %v", err)
+	}
+	// The harness swaps b for a link to the secret; the next run's same flags.
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, b); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]*NativeOptions{
+		"--rw": {Options: Options{Project: root, TasksDir: tasks}, ReadWrite: []string{a, b}},
+		"--ro": {Options: Options{Project: root, TasksDir: tasks}, ReadOnly: []string{b}},
+	} {
+		_, err := NewNative(o)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), name+" "+b) || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s through a link: %v, want ErrInvalid naming %s %s and the link", name, err, name, b)
+		}
+	}
+}
+
 func TestNativeWrapGolden(t *testing.T) {
 	root, tasks := newRepo(t), tasksDir(t)
 	tools := t.TempDir()
