@@ -104,6 +104,11 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Result, error) {
 // result arrives, the worker dies, the time limit plus grace passes, or ctx ends.
 func converse(ctx context.Context, w *jsWorker, req *Request, b *bridge) (*proto.Result, error) {
 	if err := proto.Write(w.toW, &proto.Message{Type: proto.TypeRun, Run: &req.Run}); err != nil {
+		if ctx.Err() != nil {
+			// The call ended first (a client gone closes the server, whose
+			// workers die with it): say why the call ended, not how the worker did.
+			return nil, fmt.Errorf("Error: call cancelled: %w", context.Cause(ctx))
+		}
 		return nil, fmt.Errorf("Error: JS worker unreachable: %s", w.describeExit(err))
 	}
 	hard := time.Now().Add(time.Duration(req.Run.TimeoutMs)*time.Millisecond + killGrace)
