@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -247,5 +248,28 @@ func TestCloseEndsHandlers(t *testing.T) {
 	}
 	if _, err := io.ReadAll(client); err != nil && !errors.Is(err, unix.ECONNRESET) {
 		t.Errorf("the command's connection: %v", err)
+	}
+}
+
+// TestCallEndsMidLookup: a call that ends while the proxy looks up a listed
+// name for it (Close waits for that handler) records no denial of the name:
+// it did not fail to resolve.
+func TestCallEndsMidLookup(t *testing.T) {
+	f := newFixture(t)
+	c := f.call("slow.test")
+	started := make(chan struct{}, 1)
+	f.p.resolver.lookupHook = func(string) ([]netip.Addr, error) {
+		started <- struct{}{}
+		<-c.ctx.Done()
+		return nil, c.ctx.Err()
+	}
+	conn := f.conn(c.Token())
+	fmt.Fprintf(conn, "CONNECT slow.test:443 HTTP/1.1\r\nHost: slow.test:443\r\n\r\n")
+	<-started
+	if rec := c.Close(); len(rec.Denied) != 0 || len(rec.Allowed) != 0 {
+		t.Errorf("a call ended mid-lookup: %+v", rec)
+	}
+	if n := c.running(); n != 0 {
+		t.Errorf("%d handlers still running after Close", n)
 	}
 }
