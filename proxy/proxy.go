@@ -160,6 +160,9 @@ func (p *Proxy) handle(conn net.Conn) {
 		}
 		if string(buf[:n]) == policy.ProxyTransparent {
 			c.serveTransparent(hostsock.PassedFDs(oob[:oobn]))
+			// The answer: served. The launcher reports the command's exit
+			// only after it, so the call's Close finds the listeners.
+			uc.Write([]byte(policy.ProxyTransparent))
 			continue
 		}
 		for _, fd := range hostsock.PassedFDs(oob[:oobn]) {
