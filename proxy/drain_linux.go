@@ -23,6 +23,11 @@ import (
 // to the user or a dial: the command is gone) and reset. A handler already
 // running is counted (begin) and Close waits for it.
 //
+// The listeners reach the proxy in the launcher's transparent-path message,
+// sent after the command has started; the proxy answers it once it holds them
+// (handle), and the launcher waits for that answer before it can report the
+// command's exit. So the Close that follows the exit finds every listener.
+//
 // A command still running when Close comes (Close from an error path, or the
 // server stopping) could keep the queue full: the drain takes at most
 // maxDrained connections of a listener, records that it stopped, and closes
