@@ -10,11 +10,11 @@
 //
 // The package holds the code of two processes, file by file: the long-lived
 // server's side (Start, Pool, Tree, cgroup creation, probes, modes: tree*,
-// pool, cgroup, cmdcgroup, cpuacct*, userns, usernsfork, nprochosttree,
+// pool, cgroup, cmdcgroup, cgroupviewcpuset, cpuacct*, userns, usernsfork, nprochosttree,
 // container, status, transparent_probe, workerjail) and the one-shot
 // launcher's (launcher_linux.go and what only it calls: root*, places,
 // mountns's isolate, netns, transparent, ports, ipcwatch, oomscore, limits,
-// prepare, unixguard*, sockdiag, reported, command, cmdcgroupjoin,
+// prepare, unixguard*, sockdiag, reported, command, cmdcgroupjoin, cgroupview,
 // usernschild, nprochost). What both call stays shared: the thread
 // restriction (restrict_linux.go, landlock_linux.go, hidden_linux.go,
 // caps_linux.go, which the JS worker's spawner uses too), the commands' uid
@@ -96,7 +96,10 @@
 //     (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
 //     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
-//     a /proc of its own pid namespace. Where that root is missing, unix
+//     a /proc of its own pid namespace. A policy's /sys/fs/cgroup is the
+//     tree's own cgroups alone (cgroupview_linux.go): a cgroup namespace of
+//     its own with those hierarchies mounted read-only; without a private
+//     root, Landlock reads of their directories. Where that root is missing, unix
 //     socket pairs are stream or seqpacket only without network (a datagram
 //     socket could be addressed to any named socket on the host).
 //

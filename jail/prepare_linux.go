@@ -80,7 +80,15 @@ func (t *cmdThread) prepare(base *policy.Sandbox) *prepared {
 	if st.Check(base) == nil {
 		// A call without network gets a namespace with loopback alone (see
 		// isolateNet), prepared or not.
-		attr, size, rules := landlockPlan(base, st.LandlockABI, wantPrivateRoot() && !base.AllowNetwork)
+		plan := base
+		if pr.root == nil {
+			// No view of its own cgroups: the host's paths of them
+			// (cgroupview_linux.go), as the call's rules will have.
+			own := *base
+			ownCgroupRules(&own)
+			plan = &own
+		}
+		attr, size, rules := landlockPlan(plan, st.LandlockABI, wantPrivateRoot() && !base.AllowNetwork)
 		ids := make([]fileID, len(rules))
 		if fd, err := createRuleset(&attr, size, rules, ids); err == nil {
 			pr.attr, pr.size, pr.fd = attr, size, fd

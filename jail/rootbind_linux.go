@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/autobox-dev/autobox/policy"
 	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/syspaths"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Binding the host's paths into a private root (see privateRoot): each path of a
@@ -112,6 +114,9 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	case "/proc":
 		r.bound[p] = kind
 		return mountProc()
+	case syspaths.CgroupTree:
+		r.bound[p] = kind
+		return r.mountCgroupView() // cgroupview_linux.go: the tree's own alone
 	}
 	if kind == bindDevice && strings.HasPrefix(p, "/dev/pts/") {
 		return r.bindAt(p, terminalPath, kind) // rootdev_linux.go
