@@ -174,6 +174,14 @@ func main() {
 		entries, _ := os.ReadDir("/proc/self/fd")
 		var fds []string
 		for _, e := range entries {
+			// The probe's own are left out: its handle on this directory
+			// (closed by now: no link to read), and the Go runtime's cgroup
+			// files (since Go 1.25 it keeps its cgroup's CPU limit open to
+			// follow it with GOMAXPROCS, where it sees its cgroups).
+			to, err := os.Readlink("/proc/self/fd/" + e.Name())
+			if err != nil || strings.HasPrefix(to, "/sys/fs/cgroup/") {
+				continue
+			}
 			fds = append(fds, e.Name())
 		}
 		fmt.Println("fds", strings.Join(fds, ","))
