@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/proctree"
 	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
 	"github.com/autobox-dev/autobox/jail/wire"
@@ -416,7 +417,7 @@ func killUntilEmpty(empty <-chan struct{}) {
 		if self == 1 {
 			_ = unix.Kill(-1, unix.SIGKILL)
 		} else {
-			_, _ = killRound(self, false)
+			_, _ = proctree.KillRound(self, false)
 		}
 		select {
 		case <-empty:

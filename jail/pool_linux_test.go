@@ -94,8 +94,8 @@ func TestPool(t *testing.T) {
 	pool.Close()
 	idlePids := 0
 	for _, c := range childrenOf(unix.Getpid()) {
-		if !c.dead() && c.ppid == unix.Getpid() {
-			if b, err := readCmdline(c.pid); err == nil && strings.Contains(b, "worker\x00exec") {
+		if !c.Dead() && c.PPid == unix.Getpid() {
+			if b, err := readCmdline(c.Pid); err == nil && strings.Contains(b, "worker\x00exec") {
 				idlePids++
 			}
 		}
