@@ -1,5 +1,5 @@
 // Package jail enforces a policy.Sandbox on Linux: Landlock, seccomp and
-// no_new_privs on one locked OS thread (RestrictThread), inherited by what
+// no_new_privs on one locked OS thread (RestrictThread, jail/internal/confine's), inherited by what
 // that thread starts, and process trees run through a launcher role of the
 // autobox binary (`autobox worker exec`, launch; dispatched by jail/launcher's
 // table from ChildRoles) that can kill everything a command spawns (Start,
@@ -15,10 +15,11 @@
 // launcher's (launcher_linux.go and what only it calls: root*, places,
 // mountns's isolate, netns, transparent, ports, ipcwatch, oomscore, limits,
 // prepare, unixguard*, sockdiag, reported, command, cmdcgroupjoin,
-// usernschild, nprochost). What both call stays shared: the thread
-// restriction (restrict_linux.go, landlock_linux.go, hidden_linux.go,
-// caps_linux.go, which the JS worker's spawner uses too), the commands' uid
-// (dropuid_linux.go), Probe, killRound and the mount table (kernelfs). The launcher keeps its state in its two threads (cmdThread, started),
+// usernschild, nprochost). What both call is in rooms of its own: the thread
+// restriction (jail/internal/confine: Landlock with the hidden paths, the
+// commands' uid, capabilities, no_new_privs, seccomp, Probe; the JS worker's
+// spawner uses it too) and the process-tree sweep (jail/internal/proctree).
+// The launcher keeps its state in its two threads (cmdThread, started),
 // not in package variables. The two sides talk only through jail/wire (frames
 // and codec, descriptors, role names, what the server tells a launcher in its
 // environment). The launcher's entry and role table are jail/launcher's, the

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/internal/proctree"
 	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
@@ -201,7 +202,7 @@ func (t *cmdThread) startFromSpec() started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	Probe()
-	_, _ = sandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
+	_, _ = confine.SandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
 
 	ctl := os.NewFile(wire.CtlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -236,7 +237,7 @@ func (t *cmdThread) startFromSpec() started {
 		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.usedRuleset(), PrivateRoot: privateRoot, Nproc: t.nproc})
+	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.restricting().Used(), PrivateRoot: privateRoot, Nproc: t.nproc})
 	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard, listeners: t.listeners}
 }
 
@@ -339,7 +340,7 @@ func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid i
 				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
 			}
 		}
-		listener, err := restrictThread(sb, pr, placed, privateRoot, loopback, true, guarded)
+		listener, err := confine.Restrict(sb, pr.restricting(), placed, privateRoot, loopback, true, guarded)
 		if err != nil {
 			gfds.close()
 			return 0, privateRoot, nil, nil, nil, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/internal/proctree"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -224,7 +225,7 @@ func eachMode(t *testing.T, f func(t *testing.T, m jailMode)) {
 	t.Helper()
 	modes := []jailMode{{"no-namespaces", false}}
 	switch {
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		modes = append(modes, jailMode{"namespaces", true})
 	case userNS().err == nil:
 		modes = append(modes, jailMode{"user-namespaces", true})

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -85,20 +86,7 @@ var namespacesOff = os.Getenv(NoNamespacesEnv) == "1"
 
 // wantPrivateRoot reports whether the calling thread may and should build a
 // private root (see privateRoot) or, failing that, read-only mounts.
-func wantPrivateRoot() bool { return !namespacesOff && hasCapSysAdmin() }
-
-// hasCapSysAdmin reports whether the calling thread holds CAP_SYS_ADMIN.
-func hasCapSysAdmin() bool { return hasCap(unix.CAP_SYS_ADMIN) }
-
-// hasCap reports whether the calling thread holds capability c.
-func hasCap(c int) bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if unix.Capget(&hdr, &data[0]) != nil {
-		return false
-	}
-	return data[c/32].Effective&(1<<(c%32)) != 0
-}
+func wantPrivateRoot() bool { return !namespacesOff && confine.HasCapSysAdmin() }
 
 // Isolations reports what launchers started by this process get.
 func Isolations() Isolation {
@@ -111,7 +99,7 @@ func Isolations() Isolation {
 		Mode:           ModeName(),
 		NprocPerUserNS: nprocPerUserNS(),
 		MemoryCgroups:  probeCgroups() != nil,
-		OOMPinned:      hasCap(unix.CAP_SYS_RESOURCE),
+		OOMPinned:      confine.HasCap(unix.CAP_SYS_RESOURCE),
 		NamespacesOff:  namespacesOff,
 		ProcessCgroups: probeCmdCgroups() != nil && probeCmdCgroups().pids != "",
 		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
@@ -163,7 +151,11 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 		return false, nil, readOnlyMounts(sb)
 	}
 	if pr != nil && root == pr.root && !rebuilt {
-		defer func() { pr.rootFresh = used && err == nil }()
+		defer func() {
+			if r := pr.restricting(); r != nil {
+				r.RootFresh = used && err == nil
+			}
+		}()
 	}
 	if err := root.addPolicy(sb); err != nil {
 		// A path of the call's that cannot be bound (a filesystem that

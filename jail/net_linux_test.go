@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -79,7 +80,7 @@ func TestNetwork(t *testing.T) {
 // the restriction, past seccomp's family check: the second layer holds alone.
 func TestLandlockTCP(t *testing.T) {
 	if st := requireJail(t); !st.TCPDenied() {
-		t.Skipf("Landlock ABI %d < %d: no TCP rules on this kernel", st.LandlockABI, abiNet)
+		t.Skipf("Landlock ABI %d < %d: no TCP rules on this kernel", st.LandlockABI, confine.ABINet)
 	}
 	tcp, _, _ := listeners(t)
 	probes := []string{"pre-tcp-connect:" + tcp, "pre-tcp-bind:127.0.0.1:0"}
@@ -93,7 +94,7 @@ func TestLandlockTCP(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	if st := requireJail(t); !st.Scoped() {
-		t.Skipf("Landlock ABI %d < %d: signals and abstract sockets are not scoped on this kernel", st.LandlockABI, abiScope)
+		t.Skipf("Landlock ABI %d < %d: signals and abstract sockets are not scoped on this kernel", st.LandlockABI, confine.ABIScope)
 	}
 	eachMode(t, testScopes)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 	"golang.org/x/sys/unix"
 )
@@ -191,7 +192,7 @@ func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
 		return fmt.Errorf("setting the flags of %s: %w", dst, err)
 	}
 	r.bound[dst] = kind
-	r.binds = append(r.binds, boundFile{p, idOf(&st)})
+	r.binds = append(r.binds, boundFile{p, confine.IDOf(&st)})
 	r.watchAbove(p)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,8 +121,8 @@ func (r *privateRoot) identityFiles() error {
 		return nil
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	if commandUID >= 0 && os.Geteuid() == 0 {
-		uid, gid = commandUID, commandUID
+	if confine.CommandUID() >= 0 && os.Geteuid() == 0 {
+		uid, gid = confine.CommandUID(), confine.CommandUID()
 	}
 	hostPasswd, _ := r.hostFile("etc/passwd")
 	hostGroup, _ := r.hostFile("etc/group")
@@ -154,14 +155,14 @@ func identity(uid, gid int, hostPasswd, hostGroup []byte) (passwd, group []byte)
 	var p, g bytes.Buffer
 	p.WriteString("root:x:0:0:root:/root:/bin/sh\n")
 	g.WriteString("root:x:0:\n")
-	if uid != 0 && uid != unprivilegedID {
+	if uid != 0 && uid != confine.UnprivilegedID {
 		f := entry(hostPasswd, 2, uid)
 		name, gecos, home, shell := "user", "", "/nonexistent", "/bin/sh"
 		if len(f) >= 7 {
 			name, gecos, home, shell = f[0], f[4], f[5], f[6]
 		}
 		fmt.Fprintf(&p, "%s:x:%d:%d:%s:%s:%s\n", name, uid, gid, gecos, home, shell)
-		if gid != 0 && gid != unprivilegedID {
+		if gid != 0 && gid != confine.UnprivilegedID {
 			gname := name
 			if gf := entry(hostGroup, 2, gid); len(gf) >= 1 {
 				gname = gf[0]

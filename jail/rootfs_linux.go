@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -91,7 +92,7 @@ type nameKind struct {
 // boundFile is a path bound into the root, and the file it was on the host.
 type boundFile struct {
 	path string
-	id   fileID
+	id   confine.FileID
 }
 
 type madeLink struct{ path, target string }
@@ -252,7 +253,7 @@ func (r *privateRoot) stale() bool {
 	}
 	for _, b := range r.binds {
 		var st unix.Stat_t
-		if unix.Fstatat(r.oldRoot, b.path[1:], &st, unix.AT_SYMLINK_NOFOLLOW) != nil || idOf(&st) != b.id {
+		if unix.Fstatat(r.oldRoot, b.path[1:], &st, unix.AT_SYMLINK_NOFOLLOW) != nil || confine.IDOf(&st) != b.id {
 			return true
 		}
 	}

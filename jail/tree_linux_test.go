@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -269,7 +270,7 @@ func TestStatusRefusesSpecs(t *testing.T) {
 // command does, and a daemon it left is killed.
 func TestLauncherSurvivesItsCommand(t *testing.T) {
 	if st := requireJail(t); !st.Scoped() {
-		t.Skipf("Landlock ABI %d < %d: without scoping a command may signal its launcher (SECURITY.md)", st.LandlockABI, abiScope)
+		t.Skipf("Landlock ABI %d < %d: without scoping a command may signal its launcher (SECURITY.md)", st.LandlockABI, confine.ABIScope)
 	}
 	eachMode(t, func(t *testing.T, m jailMode) {
 		attacks := []string{"kill9", "stop", "killpg", "pidfd", "tgkill"}

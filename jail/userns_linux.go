@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -77,7 +78,7 @@ func launcherMode() nsMode {
 	switch {
 	case namespacesOff:
 		return nsNone
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		if pidNamespacesRefused.Load() {
 			return nsNone
 		}
@@ -140,7 +141,7 @@ var userNSProbe struct {
 }
 
 func probeUserNS() userNSResult {
-	if hasCapSysAdmin() {
+	if confine.HasCapSysAdmin() {
 		return userNSResult{err: errors.New("not needed: this process holds CAP_SYS_ADMIN")}
 	}
 	exe, err := os.Executable()
@@ -264,7 +265,7 @@ func NoNamespacesWhy() string {
 	switch {
 	case namespacesOff:
 		return NoNamespacesEnv + "=1 turned them off"
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		why := "this host refuses a pid namespace even to root"
 		if fix := ContainerFix(); fix != "" {
 			why += ": " + fix

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/rlimit"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -34,7 +35,7 @@ func probeInside() int {
 		fmt.Fprintf(os.Stderr, "%s in a user namespace: %v", what, err)
 		return 1
 	}
-	if !hasCapSysAdmin() {
+	if !confine.HasCapSysAdmin() {
 		return fail("capabilities", errors.New("the launcher holds no CAP_SYS_ADMIN in its own namespace (an LSM such as AppArmor took it)"))
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {

@@ -27,6 +27,9 @@ const (
 	// HostTasksEnv is the user's task count the last launcher found, for the
 	// next to start from.
 	HostTasksEnv = "AUTOBOX_HOST_TASKS"
+	// CommandUIDEnv is the uid and gid the launcher's command runs as, where
+	// it is not the launcher's own (a root server without namespaces).
+	CommandUIDEnv = "AUTOBOX_COMMAND_UID"
 )
 
 // FirstCgroupFD is the first of the cgroup task files a launcher gets.

@@ -1,4 +1,4 @@
-package jail
+package confine
 
 import (
 	"errors"
@@ -71,4 +71,17 @@ func dropBounding() error {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
 	return nil
+}
+
+// HasCapSysAdmin reports whether the calling thread holds CAP_SYS_ADMIN.
+func HasCapSysAdmin() bool { return HasCap(unix.CAP_SYS_ADMIN) }
+
+// HasCap reports whether the calling thread holds capability c.
+func HasCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(c%32)) != 0
 }

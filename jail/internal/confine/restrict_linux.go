@@ -1,4 +1,4 @@
-package jail
+package confine
 
 import (
 	"errors"
@@ -25,23 +25,23 @@ import (
 // filter) happens first. If an error wraps ErrSandbox the thread may be
 // partly restricted and must not be used for anything else.
 func RestrictThread(p *policy.Sandbox) error {
-	_, err := restrictThread(p, nil, nil, false, false, false, false)
+	_, err := Restrict(p, nil, nil, false, false, false, false)
 	return err
 }
 
-// restrictThread is RestrictThread with what a pooled launcher prepared (nil:
-// nothing); privateRoot says the thread's root holds only p's paths (see
-// privateRoot); guarded that its unix sockets are to be its own, guarded (see
-// unixGuard): restrictThread then returns the guard's seccomp listener, else
+// Restrict is RestrictThread with what a pooled launcher prepared (nil:
+// nothing); privateRoot says the thread's root holds only p's paths (the
+// launcher's private root); guarded that its unix sockets are to be its own,
+// guarded (the launcher's unix socket guard): Restrict then returns the guard's seccomp listener, else
 // -1; placed are the files the call put in that root over base paths (see
-// prepared.ruleset); tracing allows ptrace of its own processes (a command's,
+// Prepared.ruleset); tracing allows ptrace of its own processes (a command's,
 // not a JS worker's); loopback says it is in a network namespace of its own
 // with loopback alone, where a command without network may use TCP and UDP
 // sockets (they reach nothing outside it).
-func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
+func Restrict(p *policy.Sandbox, pr *Prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
 	loopback = loopback && !p.AllowNetwork
 	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
-	filter, err := restrictThreadExceptSeccomp(p, pr, placed, o, loopback)
+	filter, err := RestrictExceptSeccomp(p, pr, placed, o, loopback)
 	if err != nil {
 		return -1, err
 	}
@@ -64,15 +64,15 @@ func restrictThread(p *policy.Sandbox, pr *prepared, placed []string, privateRoo
 	return listener, nil
 }
 
-// restrictThreadExceptSeccomp is restrictThread but for its last step: it
+// RestrictExceptSeccomp is Restrict but for its last step: it
 // returns the seccomp filter of o for the caller to load (a JS worker's
 // spawner has its child load it, after the namespaces are made).
-func restrictThreadExceptSeccomp(p *policy.Sandbox, pr *prepared, placed []string, o seccomp.Options, loopback bool) ([]unix.SockFilter, error) {
+func RestrictExceptSeccomp(p *policy.Sandbox, pr *Prepared, placed []string, o seccomp.Options, loopback bool) ([]unix.SockFilter, error) {
 	st := Probe()
 	if err := st.Check(p); err != nil {
 		return nil, err
 	}
-	filter, err := sandboxFilter(o)
+	filter, err := SandboxFilter(o)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +97,10 @@ func restrictThreadExceptSeccomp(p *policy.Sandbox, pr *prepared, placed []strin
 	return filter, nil
 }
 
-// sandboxFilter returns the seccomp filter RestrictThread loads for o, built
+// SandboxFilter returns the seccomp filter RestrictThread loads for o, built
 // once for each o (the launcher builds the usual one while it waits for its
 // spec).
-func sandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
+func SandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
 		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix, AllowTracing: o.AllowTracing}
 	}

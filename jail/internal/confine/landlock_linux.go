@@ -1,4 +1,4 @@
-package jail
+package confine
 
 import (
 	"errors"
@@ -39,13 +39,13 @@ const (
 // (the kernel is newer than x/sys's documentation of it) are left unhandled.
 func handledFS(abi int) uint64 {
 	r := uint64(fsRightsABI1)
-	if abi >= abiRefer {
+	if abi >= ABIRefer {
 		r |= unix.LANDLOCK_ACCESS_FS_REFER
 	}
-	if abi >= abiTruncate {
+	if abi >= ABITruncate {
 		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
-	if abi >= abiIoctlDev {
+	if abi >= ABIIoctlDev {
 		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}
 	return r
@@ -69,14 +69,14 @@ func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.Landlock
 	handled := handledFS(abi)
 	attr.Handled_access_fs = handled
 	size = unsafe.Offsetof(attr.Handled_access_net)
-	if abi >= abiNet {
+	if abi >= ABINet {
 		if !p.AllowNetwork && !loopback {
 			// Handled with no rule: every TCP bind and connect is denied.
 			attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 		}
 		size = unsafe.Offsetof(attr.Scoped)
 	}
-	if abi >= abiScope {
+	if abi >= ABIScope {
 		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 		size = unsafe.Offsetof(attr.Quiet_access_fs)
 	}
@@ -104,8 +104,8 @@ func landlockPlan(p *policy.Sandbox, abi int, loopback bool) (attr unix.Landlock
 
 // createRuleset creates a Landlock ruleset fd for attr with rules. It changes
 // nothing about the calling thread; landlockRestrict does. ids, if not nil,
-// gets what each rule's path was when its rule was added (see fileID).
-func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRule, ids []fileID) (int, error) {
+// gets what each rule's path was when its rule was added (see FileID).
+func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRule, ids []FileID) (int, error) {
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(attr)), size, 0)
 	if e != 0 {
 		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
@@ -118,7 +118,7 @@ func createRuleset(attr *unix.LandlockRulesetAttr, size uintptr, rules []pathRul
 }
 
 // addPathRules adds rules to ruleset; ids, if not nil, gets their paths' fileIDs.
-func addPathRules(ruleset int, rules []pathRule, ids []fileID) error {
+func addPathRules(ruleset int, rules []pathRule, ids []FileID) error {
 	for i, r := range rules {
 		id, err := addPathRule(ruleset, r)
 		if err != nil {
@@ -131,46 +131,46 @@ func addPathRules(ruleset int, rules []pathRule, ids []fileID) error {
 	return nil
 }
 
-// fileID is what a path named when a rule was made for it: a Landlock rule holds
+// FileID is what a path named when a rule was made for it: a Landlock rule holds
 // the file, not the path, so a rule kept for later is only good while the path
-// still names the same file (see prepared).
-type fileID struct {
+// still names the same file (see Prepared).
+type FileID struct {
 	dev, ino uint64
 	mode     uint32 // file type bits
 	missing  bool   // the path named nothing: no rule was added
 }
 
 // currentID is what path names now; ok is false if that cannot be told.
-func currentID(path string) (id fileID, ok bool) {
+func currentID(path string) (id FileID, ok bool) {
 	var st unix.Stat_t
 	err := unix.Stat(path, &st)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return fileID{missing: true}, true
+		return FileID{missing: true}, true
 	}
 	if err != nil {
-		return fileID{}, false
+		return FileID{}, false
 	}
-	return idOf(&st), true
+	return IDOf(&st), true
 }
 
-func idOf(st *unix.Stat_t) fileID {
-	return fileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
+func IDOf(st *unix.Stat_t) FileID {
+	return FileID{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
 }
 
-func addPathRule(ruleset int, r pathRule) (fileID, error) {
+func addPathRule(ruleset int, r pathRule) (FileID, error) {
 	fd, err := openForRule(r)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return fileID{missing: true}, nil // e.g. /lib64 on arm64: nothing there to allow
+		return FileID{missing: true}, nil // e.g. /lib64 on arm64: nothing there to allow
 	}
 	if err != nil {
-		return fileID{}, fmt.Errorf("opening %s for a Landlock rule: %w", r.path, err)
+		return FileID{}, fmt.Errorf("opening %s for a Landlock rule: %w", r.path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fileID{}, fmt.Errorf("stat %s: %w", r.path, err)
+		return FileID{}, fmt.Errorf("stat %s: %w", r.path, err)
 	}
-	id := idOf(&st)
+	id := IDOf(&st)
 	access := r.access
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= fileRights
@@ -181,7 +181,7 @@ func addPathRule(ruleset int, r pathRule) (fileID, error) {
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
 	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
 	if e != 0 {
-		return fileID{}, fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
+		return FileID{}, fmt.Errorf("landlock_add_rule %s (access %#x): %w", r.path, access, e)
 	}
 	return id, nil
 }
