@@ -31,7 +31,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		env = append(env[:len(env):len(env)], wire.CommandUIDEnv+"="+strconv.Itoa(uid))
 	}
 	if h := hostTasksArg(); h != "" && mode == nsNone {
-		env = append(env[:len(env):len(env)], h) // nprochost_linux.go
+		env = append(env[:len(env):len(env)], h) // jail/launcher/nprochost_linux.go
 	}
 	if t.pidns {
 		// A pid namespace, and an IPC namespace, so that System V segments

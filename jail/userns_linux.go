@@ -287,22 +287,6 @@ func wholeNetworkInUserNS(spec *Spec) bool {
 	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
 }
 
-// nprocPerUserNS reports whether the kernel counts RLIMIT_NPROC per user
-// namespace (Linux 5.14, the ucounts rework). Before, it counts every process
-// of the uid on the host, and a limit of the call's size would refuse the
-// user's forks everywhere: there the watchdog holds maxProcesses alone.
-var nprocPerUserNS = sync.OnceValue(func() bool {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return false
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
-		return false
-	}
-	return major > 5 || major == 5 && minor >= 14
-})
-
 // ProcessCeiling is, where RLIMIT_NPROC holds the tree to its process limit
 // without counting refused forks (ForksRefused is -1), the most tasks the
 // tree can have now: the limit less the launcher's own threads, which count
@@ -314,7 +298,7 @@ func (t *Tree) ProcessCeiling() int {
 		return 0
 	}
 	if !t.userns {
-		return t.hostCeiling() // nprochost_linux.go
+		return t.hostCeiling() // jail/launcher/nprochost_linux.go
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(t.pid) + "/status")
 	if err != nil {

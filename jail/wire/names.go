@@ -1,5 +1,7 @@
 package wire
 
+import "syscall"
+
 // NoNamespacesEnv, set to 1 in the environment of the process that starts
 // launchers (and so in theirs), makes the jail use no namespaces even where it
 // could: no pid namespace, no private root, no read-only remount. The sandbox
@@ -46,3 +48,15 @@ const PortsPreamble = "AUTOBOX-PORTS "
 // quarter of maxProcesses (5 of 20) did not on a busy machine. The launcher
 // adds it to its limit; the server takes it off the limit for HostTasksEnv.
 const HostNprocMargin = 64
+
+// Signals are the signals a launcher sends its command's process group when
+// the server asks (MsgSignal, Tree.Signal): what a person at a terminal sends.
+var Signals = map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM, "SIGKILL": syscall.SIGKILL}
+
+// TerminalPath is where a session's terminal is bound in a private root.
+const TerminalPath = "/dev/console"
+
+// RedirectPort is where, inside its private network, a command's TCP
+// connections to addresses outside it arrive (the transparent path); the
+// launcher listens on it, the server reserves it.
+const RedirectPort = 3129

@@ -2,8 +2,11 @@ package confine
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -40,3 +43,55 @@ func landlockABI() (int, error) {
 	}
 	return int(v), nil
 }
+
+// NprocPerUserNS reports whether the kernel counts RLIMIT_NPROC per user
+// namespace (Linux 5.14, the ucounts rework). Before, it counts every process
+// of the uid on the host, and a limit of the call's size would refuse the
+// user's forks everywhere: there the watchdog holds maxProcesses alone.
+var NprocPerUserNS = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 5 || major == 5 && minor >= 14
+})
+
+// UnixGuardAvailable reports whether the launcher's unix socket guard can work here: seccomp user
+// notification (Linux 5.0), and pidfd_open, pidfd_getfd (5.6) and
+// process_vm_readv allowed (Docker's default seccomp profile refuses the last
+// two without CAP_SYS_PTRACE), each tried on this process. Without it
+// socket(AF_UNIX) is refused unless the network is allowed, as before.
+var UnixGuardAvailable = sync.OnceValue(func() bool {
+	action := uint32(seccompRetUserNotif)
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, seccompGetActionAvail, 0, uintptr(unsafe.Pointer(&action))); e != 0 {
+		return false
+	}
+	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pidfd)
+	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(null)
+	fd, err := unix.PidfdGetfd(pidfd, null, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	var word, probe uint64 = 0, 42
+	n, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&word)), Len: 8}},
+		[]unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&probe)), Len: 8}}, 0)
+	return err == nil && n == 8 && word == 42
+})
+
+const (
+	seccompGetActionAvail = 2 // SECCOMP_GET_ACTION_AVAIL
+	seccompRetUserNotif   = unix.SECCOMP_RET_USER_NOTIF
+)

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -34,10 +35,10 @@ func splitPlaces(p *policy.Sandbox) (ro, rw []string, places []placed, err error
 	ro, rw = append([]string(nil), ro...), append([]string(nil), rw...)
 	for _, pl := range p.Places {
 		if c := policy.PlaceConflict(p, pl.At, pl.Host); c != "" {
-			return nil, nil, nil, fmt.Errorf("%w: sandboxPath %s overlaps %s, which the command's root has", ErrPolicy, pl.At, c)
+			return nil, nil, nil, fmt.Errorf("%w: sandboxPath %s overlaps %s, which the command's root has", confine.ErrPolicy, pl.At, c)
 		}
 		if pl.At != path.Clean(pl.At) || !path.IsAbs(pl.At) {
-			return nil, nil, nil, fmt.Errorf("%w: sandboxPath %q is not absolute and clean", ErrPolicy, pl.At)
+			return nil, nil, nil, fmt.Errorf("%w: sandboxPath %q is not absolute and clean", confine.ErrPolicy, pl.At)
 		}
 		switch {
 		case removeOne(&rw, pl.Host):
@@ -45,7 +46,7 @@ func splitPlaces(p *policy.Sandbox) (ro, rw []string, places []placed, err error
 		case removeOne(&ro, pl.Host):
 			places = append(places, placed{pl, bindRO})
 		default:
-			return nil, nil, nil, fmt.Errorf("%w: %s is placed at %s but not allowed", ErrPolicy, pl.Host, pl.At)
+			return nil, nil, nil, fmt.Errorf("%w: %s is placed at %s but not allowed", confine.ErrPolicy, pl.Host, pl.At)
 		}
 	}
 	return ro, rw, places, nil
@@ -77,13 +78,13 @@ func (r *privateRoot) bindPlace(pl placed) error {
 		return err
 	}
 	if link != "" {
-		return fmt.Errorf("%w: %s goes through the symbolic link %s now, which it did not when it was checked", ErrPolicy, pl.Host, link)
+		return fmt.Errorf("%w: %s goes through the symbolic link %s now, which it did not when it was checked", confine.ErrPolicy, pl.Host, link)
 	}
 	// The root's own directories on the way: none may be a link.
 	for dir := pl.At; dir != "/"; dir = path.Dir(dir) {
 		var st unix.Stat_t
 		if unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return fmt.Errorf("%w: sandboxPath %s passes through the link %s of the command's root", ErrPolicy, pl.At, dir)
+			return fmt.Errorf("%w: sandboxPath %s passes through the link %s of the command's root", confine.ErrPolicy, pl.At, dir)
 		}
 	}
 	return r.bindAt(pl.Host, pl.At, pl.kind)

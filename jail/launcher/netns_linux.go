@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -11,13 +11,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
 // A private network: where the launcher may make namespaces (CAP_SYS_ADMIN),
 // the command thread moves into a network namespace of its own while the
 // launcher waits, with only loopback up, and opens in it the listeners the
-// command will reach: TCP 127.0.0.1 and [::1] port ProxyPort, forwarded by the
+// command will reach: TCP 127.0.0.1 and [::1] port wire.ProxyPort, forwarded by the
 // launcher's main thread (which stays in the host's namespace) to the
 // supervisor's proxy, and UDP port 53, where a query gets REFUSED and its name
 // is reported (no DNS is offered inside: names resolve at the proxy). At the
@@ -30,7 +32,7 @@ import (
 //   - a command with the whole network goes back to the host's namespace.
 type privateNet struct {
 	hostNS int   // the host's network namespace, to go back to
-	tcp    []int // listeners on ProxyPort
+	tcp    []int // listeners on wire.ProxyPort
 	udp    []int // DNS sockets on port 53
 
 	tp *transparentNet // transparent path (transparent_linux.go), nil without
@@ -55,14 +57,14 @@ func enterPrivateNet() (*privateNet, error) {
 		family int
 		addr   unix.Sockaddr
 	}{
-		{unix.AF_INET, &unix.SockaddrInet4{Port: ProxyPort, Addr: [4]byte{127, 0, 0, 1}}},
-		{unix.AF_INET6, &unix.SockaddrInet6{Port: ProxyPort, Addr: [16]byte{15: 1}}},
+		{unix.AF_INET, &unix.SockaddrInet4{Port: wire.ProxyPort, Addr: [4]byte{127, 0, 0, 1}}},
+		{unix.AF_INET6, &unix.SockaddrInet6{Port: wire.ProxyPort, Addr: [16]byte{15: 1}}},
 	} {
 		fd, err := listenOn(l.family, unix.SOCK_STREAM, l.addr)
 		if err == nil {
 			n.tcp = append(n.tcp, fd)
 		} else if l.family == unix.AF_INET {
-			return n, fmt.Errorf("listening on 127.0.0.1:%d: %w", ProxyPort, err)
+			return n, fmt.Errorf("listening on 127.0.0.1:%d: %w", wire.ProxyPort, err)
 		}
 		dns := l.addr
 		switch a := dns.(type) {
@@ -146,7 +148,7 @@ func (n *privateNet) close() {
 func isolateNet(sb *policy.Sandbox, pn *privateNet) (*privateNet, bool, error) {
 	if !wantPrivateRoot() {
 		if sb.PrivateNetwork {
-			return nil, false, fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this launcher may not make", ErrUnsupported)
+			return nil, false, fmt.Errorf("%w: a private network (for allowHosts) needs a network namespace, which this launcher may not make", confine.ErrUnsupported)
 		}
 		return nil, false, nil
 	}

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -33,9 +34,6 @@ import (
 // ttyGID is the tty group's id on Linux distributions (devpts' own default
 // when mounted with gid=5, as systemd and util-linux do).
 const ttyGID = 5
-
-// terminalPath is where a session's terminal is bound in a private root.
-const terminalPath = "/dev/console"
 
 // ownTmpfs are the tmpfs mounts of the call's own in a private root:
 // /dev/shm, and /run (programs that keep sockets and locks there: screen,
@@ -127,11 +125,11 @@ func tmpfsBytes() int64 {
 	return total
 }
 
-// RootEnv is env with the call's own directories where a private root shows
+// rootEnv is env with the call's own directories where a private root shows
 // them: TMPDIR (the scratch dir, tmp) at /tmp, XDG_RUNTIME_DIR (tmp too) at
 // the user's own in /run. Programs then use short paths (a unix socket's
 // path has 107 bytes at most) that look like the user's machine.
-func RootEnv(env []string, tmp string) []string {
+func rootEnv(env []string, tmp string) []string {
 	out := make([]string, len(env))
 	for i, kv := range env {
 		switch kv {
@@ -147,9 +145,9 @@ func RootEnv(env []string, tmp string) []string {
 
 // privateRootRules is sb with the Landlock rules a private root adds: the
 // files placed for the call (placed: its name service), /tmp (a bind of the
-// scratch dir's TmpDirName: a mount's root, below which Landlock sees no rule
+// scratch dir's wire.TmpDirName: a mount's root, below which Landlock sees no rule
 // of the scratch dir's), /dev/shm and /dev/pts, and a session's terminal at
-// terminalPath rather than its host path; a mount bound at its place
+// wire.TerminalPath rather than its host path; a mount bound at its place
 // (policy.Place) has its rule there.
 func privateRootRules(sb *policy.Sandbox, placed []string) *policy.Sandbox {
 	own := *sb
@@ -158,12 +156,12 @@ func privateRootRules(sb *policy.Sandbox, placed []string) *policy.Sandbox {
 	own.ReadWrite = append(append([]string(nil), rw...), devRules.readWrite...)
 	own.Hidden = hidden
 	if sb.Tmp != "" {
-		own.ReadWrite = append(own.ReadWrite, path.Join(sb.Tmp, TmpDirName))
+		own.ReadWrite = append(own.ReadWrite, path.Join(sb.Tmp, wire.TmpDirName))
 	}
 	own.Devices = append([]string(nil), devRules.devices...)
 	for _, d := range sb.Devices {
 		if strings.HasPrefix(d, "/dev/pts/") {
-			d = terminalPath
+			d = wire.TerminalPath
 		}
 		own.Devices = append(own.Devices, d)
 	}

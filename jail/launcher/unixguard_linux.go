@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"bytes"
@@ -95,46 +95,6 @@ func newUnixGuard(listener int, fds guardFDs, ownNet bool) *unixGuard {
 	return &unixGuard{listener: listener, root: fds.root, proc: fds.proc, diag: fds.diag, ownNet: ownNet, pidNS: fds.pidNS,
 		sem: make(chan struct{}, maxGuardConnects), refused: reported{max: maxRefusedReported}}
 }
-
-// unixGuardAvailable reports whether the guard can work here: seccomp user
-// notification (Linux 5.0), and pidfd_open, pidfd_getfd (5.6) and
-// process_vm_readv allowed (Docker's default seccomp profile refuses the last
-// two without CAP_SYS_PTRACE), each tried on this process. Without it
-// socket(AF_UNIX) is refused unless the network is allowed, as before.
-var unixGuardAvailable = sync.OnceValue(func() bool {
-	action := uint32(seccompRetUserNotif)
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, seccompGetActionAvail, 0, uintptr(unsafe.Pointer(&action))); e != 0 {
-		return false
-	}
-	pidfd, err := unix.PidfdOpen(os.Getpid(), 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(pidfd)
-	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(null)
-	fd, err := unix.PidfdGetfd(pidfd, null, 0)
-	if err != nil {
-		return false
-	}
-	unix.Close(fd)
-	var word, probe uint64 = 0, 42
-	n, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: (*byte)(unsafe.Pointer(&word)), Len: 8}},
-		[]unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&probe)), Len: 8}}, 0)
-	return err == nil && n == 8 && word == 42
-})
-
-// UnixGuard reports whether commands' unix sockets are guarded here (they
-// may make their own), as doctor says.
-func UnixGuard() bool { return unixGuardAvailable() }
-
-const (
-	seccompGetActionAvail = 2 // SECCOMP_GET_ACTION_AVAIL
-	seccompRetUserNotif   = unix.SECCOMP_RET_USER_NOTIF
-)
 
 // serve answers notifications until the listener fails: when the last
 // process under the filter is gone, or the launcher exits. It holds no thread

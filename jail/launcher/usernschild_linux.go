@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 
 // The user namespace from inside, the launcher's side (the server's, which
 // finds the mode and forks launchers into their namespaces, is
-// userns_linux.go): the probe child's body, and the process limit a
+// jail's userns_linux.go): the probe child's body, and the process limit a
 // user-namespace launcher holds its command to.
 
 // inUserNS is true in a launcher forked into a user namespace.
@@ -98,7 +98,7 @@ const spareThreads = 4
 // fork (see applyRlimits): the launcher's later threads count against it,
 // so it first makes the threads it may need, idle.
 func (t *cmdThread) applyNproc(l *policy.Limits) error {
-	if !inUserNS || l == nil || l.Processes <= 0 || t.pidsMax >= 0 || !nprocPerUserNS() {
+	if !inUserNS || l == nil || l.Processes <= 0 || t.pidsMax >= 0 || !confine.NprocPerUserNS() {
 		return nil
 	}
 	if !t.threadsWarm {

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
+	"github.com/autobox-dev/autobox/policy"
 )
 
 // Session ports, the launcher's part (package portfwd is the supervisor's).
@@ -49,19 +51,19 @@ import (
 // socket belongs to the namespace it was made in.
 
 // reservedPorts are the ports of a private network's own listeners.
-var reservedPorts = map[int]string{ProxyPort: "the proxy's", RedirectPort: "the transparent path's", 53: "the resolver's"}
+var reservedPorts = map[int]string{wire.ProxyPort: "the proxy's", RedirectPort: "the transparent path's", 53: "the resolver's"}
 
 // listenPorts opens the listeners of spec.ListenPorts in the calling thread's
 // network namespace; private says it is the command's own (else nothing may
 // be opened: the host's loopback is not the call's to take). It returns them
 // (with an error, those opened before it), for servePorts: the command thread
 // opens them, the main thread serves them (started hands them over).
-func listenPorts(spec *Spec, private bool) (listeners []int, err error) {
+func listenPorts(spec *policy.Command, private bool) (listeners []int, err error) {
 	if len(spec.ListenPorts) == 0 {
 		return nil, nil
 	}
 	if !private {
-		return nil, fmt.Errorf("%w: session ports need the command's own network namespace; this command shares the host's network", ErrUnsupported)
+		return nil, fmt.Errorf("%w: session ports need the command's own network namespace; this command shares the host's network", confine.ErrUnsupported)
 	}
 	for _, p := range spec.ListenPorts {
 		if p < 1 || p > 65535 || reservedPorts[p] != "" {
@@ -86,7 +88,7 @@ func listenPorts(spec *Spec, private bool) (listeners []int, err error) {
 // network namespace a session's dials go into. Failures leave the command
 // running without its ports: the supervisor reports them. listeners are
 // listenPorts', which it passes on and closes.
-func servePorts(spec *Spec, pid int, listeners []int) {
+func servePorts(spec *policy.Command, pid int, listeners []int) {
 	if spec == nil || spec.PortsSocket == "" {
 		closeAll(listeners)
 		return

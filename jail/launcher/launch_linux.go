@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"bytes"
@@ -150,7 +150,7 @@ type started struct {
 	pid   int
 	exit  int
 	net   *privateNet // the listeners of the command's private network, or nil
-	spec  *Spec
+	spec  *policy.Command
 	guard *unixGuard // the command's unix socket guard, or nil
 	// listeners are the command's session ports' listeners (listenPorts),
 	// for servePorts: the started channel hands them to the main thread.
@@ -185,7 +185,7 @@ type cmdThread struct {
 func commandThread(status *os.File, oom *oomAdjust, done chan<- started) {
 	runtime.LockOSThread()
 	if err := restrict.NotMainThread(); err != nil {
-		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: wire.KindSandbox, Error: fmt.Errorf("%w: %w", ErrSandbox, err).Error()})
+		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgError, Kind: wire.KindSandbox, Error: fmt.Errorf("%w: %w", confine.ErrSandbox, err).Error()})
 		done <- started{exit: 2}
 		return
 	}
@@ -201,8 +201,8 @@ func (t *cmdThread) startFromSpec() started {
 	}
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
-	Probe()
-	_, _ = confine.SandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: unixGuardAvailable(), AllowTracing: true})
+	confine.Probe()
+	_, _ = confine.SandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: confine.UnixGuardAvailable(), AllowTracing: true})
 
 	ctl := os.NewFile(wire.CtlFD, "ctl")
 	m, fds, err := readControl(ctl)
@@ -297,7 +297,7 @@ func checkSpecFrame(m *wire.Message, fds []int) error {
 // and starts the command from it. err reports a failure of the sandbox's
 // set-up, which may leave the thread partly restricted; spawnErr a command
 // that could not be started.
-func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
+func (t *cmdThread) startCommand(spec *policy.Command, cio commandIO, pr *prepared) (pid int, privateRoot bool, pnet *privateNet, guard *unixGuard, spawnErr, err error) {
 	// The command has its own copies once started. Closing ours means the
 	// supervisor sees end-of-file as soon as the command's tree is gone, not
 	// when the launcher exits.
@@ -306,10 +306,10 @@ func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid i
 	var placed []string
 	if !spec.Unsafe {
 		if pnet, loopback, err = isolateNet(&spec.Sandbox, pr.network()); err != nil {
-			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 		}
 		if privateRoot, placed, err = isolate(&spec.Sandbox, pr, pnet != nil); err != nil {
-			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+			return 0, false, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 		}
 	}
 	if !privateRoot {
@@ -318,7 +318,7 @@ func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid i
 		policy.RewriteCommand(spec)
 	}
 	if t.listeners, err = listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
-		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 	}
 	// Looked up in the root the command gets, with its mounts in place.
 	path, err := lookPath(spec)
@@ -332,12 +332,12 @@ func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid i
 			sb = privateRootRules(sb, placed)
 		}
 		var gfds guardFDs
-		guarded := unixGuardAvailable()
+		guarded := confine.UnixGuardAvailable()
 		if guarded {
 			// Opened in the command's root and network, for the guard on the
 			// main thread (unixguard_linux.go).
 			if gfds, err = openGuardFDs(); err != nil {
-				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+				return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 			}
 		}
 		listener, err := confine.Restrict(sb, pr.restricting(), placed, privateRoot, loopback, true, guarded)
@@ -351,20 +351,20 @@ func (t *cmdThread) startCommand(spec *Spec, cio commandIO, pr *prepared) (pid i
 	}
 	// Last, as they bind the launcher too (see applyRlimits).
 	if err := applyRlimits(spec.Limits); err != nil {
-		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 	}
 	if err := t.applyNproc(spec.Limits); err != nil {
-		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 	}
 	if err := t.applyHostNproc(spec.Limits); err != nil { // nprochost_linux.go
-		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", ErrSandbox, err)
+		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)
 	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
 	}
 	if privateRoot && spec.Sandbox.Tmp != "" {
-		env = RootEnv(env, spec.Sandbox.Tmp) // rootdev_linux.go
+		env = rootEnv(env, spec.Sandbox.Tmp) // rootdev_linux.go
 	}
 	// No Pdeathsig: it would be tied to this thread, which exits next. If the
 	// launcher dies, its pid namespace takes the command along, or the
@@ -435,7 +435,7 @@ const defaultPath = "/usr/bin:/bin"
 // lookPath resolves a bare command name with the PATH of the command's own
 // environment. Relative PATH entries are skipped: they would resolve against
 // a directory the caller did not choose.
-func lookPath(spec *Spec) (string, error) {
+func lookPath(spec *policy.Command) (string, error) {
 	name := spec.Argv[0]
 	if strings.Contains(name, "/") {
 		return name, nil

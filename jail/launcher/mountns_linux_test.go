@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 	"golang.org/x/sys/unix"
 )
@@ -50,8 +51,8 @@ func TestReadOnlyMountsLinkSwapped(t *testing.T) {
 		}
 		return os.WriteFile(filepath.Join(private, "planted"), nil, 0o644)
 	})
-	if !errors.Is(err, ErrPolicy) {
-		t.Errorf("a read-write path that is a link now: %v, want the call refused (ErrPolicy)", err)
+	if !errors.Is(err, confine.ErrPolicy) {
+		t.Errorf("a read-write path that is a link now: %v, want the call refused (confine.ErrPolicy)", err)
 	}
 
 	err = inOwnMountNS(func() error {

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/jail/internal/confine"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -62,7 +63,7 @@ func bindWritable(path string, noFollow bool) error {
 	case errors.Is(err, unix.ENOENT):
 		return nil
 	case errors.Is(err, unix.ELOOP) && noFollow:
-		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, path)
+		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", confine.ErrPolicy, path)
 	case err != nil:
 		return fmt.Errorf("opening %s to bind it: %w", path, err)
 	}
@@ -82,29 +83,11 @@ func bindWritable(path string, noFollow bool) error {
 	return nil
 }
 
-var namespacesOff = os.Getenv(NoNamespacesEnv) == "1"
+var namespacesOff = os.Getenv(wire.NoNamespacesEnv) == "1"
 
 // wantPrivateRoot reports whether the calling thread may and should build a
 // private root (see privateRoot) or, failing that, read-only mounts.
 func wantPrivateRoot() bool { return !namespacesOff && confine.HasCapSysAdmin() }
-
-// Isolations reports what launchers started by this process get.
-func Isolations() Isolation {
-	return Isolation{
-		PidNamespace:   usePidNamespace(),
-		PrivateRoot:    usePidNamespace(),
-		PrivateNetwork: usePidNamespace() && NoPrivateNetworkWhy() == "",
-		IPCNamespace:   usePidNamespace(),
-		UserNamespace:  launcherMode() == nsUser,
-		Mode:           ModeName(),
-		NprocPerUserNS: nprocPerUserNS(),
-		MemoryCgroups:  probeCgroups() != nil,
-		OOMPinned:      confine.HasCap(unix.CAP_SYS_RESOURCE),
-		NamespacesOff:  namespacesOff,
-		ProcessCgroups: probeCmdCgroups() != nil && probeCmdCgroups().pids != "",
-		CPUCgroups:     probeCmdCgroups() != nil && probeCmdCgroups().cpu != "",
-	}
-}
 
 // isolate gives the calling thread the command's view of the filesystem,
 // where the launcher may make mount namespaces (wantPrivateRoot): a private
@@ -131,7 +114,7 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 				return false, nil, err
 			}
 			if err := root.addPolicy(pr.base); err != nil {
-				policyErr := errors.Is(err, ErrPolicy)
+				policyErr := errors.Is(err, confine.ErrPolicy)
 				err = root.abandon(err)
 				if !errors.Is(err, errRootSetup) || policyErr {
 					return false, nil, err
@@ -163,7 +146,7 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 		// root can be built; the started frame says so. A path that goes
 		// through a link swapped in since its check fails the call: the
 		// fallback is no way around the check.
-		policyErr := errors.Is(err, ErrPolicy)
+		policyErr := errors.Is(err, confine.ErrPolicy)
 		if err = root.abandon(err); !errors.Is(err, errRootSetup) || policyErr {
 			return false, nil, err
 		}

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -43,8 +43,8 @@ import (
 // its limit this way, not killed, runs until its timeout; one held at
 // maxProcesses is ended by the watchdog after CeilingHold.
 //
-// Root's commands run as an unprivileged uid here (dropuid_linux.go), and
-// root has a pids cgroup on cgroup v1 (cmdcgroup_linux.go); a root launcher
+// Root's commands run as an unprivileged uid here (jail.CommandCredential), and
+// root has a pids cgroup on cgroup v1 (jail's cmdcgroup_linux.go); a root launcher
 // without one limits that uid the same way. Its own threads are root's, which
 // the kernel does not limit.
 

@@ -1,14 +1,17 @@
-package jail
+package launcher
 
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"runtime"
 	"unsafe"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 	"golang.org/x/sys/unix"
 )
@@ -31,12 +34,12 @@ import (
 // names from the call's allowHosts with addresses of a range of its own and
 // serves the redirected connections itself (package proxy, transparent.go).
 // Loopback inside stays the namespace's own: a command's own servers on
-// 127.0.0.1 work as before, and the proxy port (ProxyPort) is reached as
+// 127.0.0.1 work as before, and the proxy port (wire.ProxyPort) is reached as
 // before by the tools that read the proxy variables.
 
-// RedirectPort is the port, on the namespace's loopback, where TCP connections
-// to addresses outside it arrive.
-const RedirectPort = 3129
+// RedirectPort (wire.RedirectPort) is the port, on the namespace's loopback,
+// where TCP connections to addresses outside it arrive.
+const RedirectPort = wire.RedirectPort
 
 // transparentNet is the part of a private network that serves the transparent
 // path: the redirect listeners (127.0.0.1 and [::1]).
@@ -254,4 +257,21 @@ func (f *forwarder) handTransparent(n *privateNet) {
 		unix.Close(fd)
 	}
 	n.tp.tcp, n.udp = nil, nil
+}
+
+// probeTransparentInside sets up what a launcher sets up for the transparent
+// path, in this process's (new) network namespace, and says what failed.
+func probeTransparentInside() int {
+	runtime.LockOSThread()
+	if err := loopbackUp(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t, err := enterTransparent()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t.close()
+	return 0
 }

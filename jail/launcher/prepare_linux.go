@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ func (t *cmdThread) prepare(base *policy.Sandbox) *prepared {
 	pr := &prepared{base: base}
 	if inUserNS {
 		t.warmThreads()
-		nprocPerUserNS() // known before the call (applyNproc)
+		confine.NprocPerUserNS() // known before the call (applyNproc)
 	} else if wantHostNproc(t.pidsMax) && os.Getuid() != 0 {
 		t.warmThreads() // before the call's limit (applyHostNproc)
 	}

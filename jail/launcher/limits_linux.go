@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 
 // The per-process limits of a command (policy.Limits): RLIMIT_FSIZE for the
 // bytes of any one file, RLIMIT_NOFILE, RLIMIT_CPU. The tree-wide ones
-// (processes, bytes in all, CPU in all) are the command cgroup's (cmdcgroup_linux.go)
+// (processes, bytes in all, CPU in all) are the command cgroup's (jail's cmdcgroup_linux.go)
 // and the supervisor's watchdog's.
 //
 // rlimits belong to a process, not a thread, and syscall.ForkExec has no hook
@@ -71,14 +71,6 @@ func applyRlimits(l *policy.Limits) error {
 		}
 	}
 	return nil
-}
-
-// HardOpenFiles is this process's hard RLIMIT_NOFILE, which launchers inherit
-// and cannot raise: the most files a command may be allowed to open.
-func HardOpenFiles() (uint64, error) {
-	var cur syscall.Rlimit
-	err := syscall.Getrlimit(unix.RLIMIT_NOFILE, &cur)
-	return cur.Max, err
 }
 
 // treeUsage is what the kernel accounted of the tree the launcher reaped: the

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -341,7 +341,7 @@ func (r *privateRoot) reset() error {
 // fully visible. A pooled launcher makes it while it waits: a proc's
 // superblock costs 0.1-0.2 ms, which the call then does not wait for.
 func (r *privateRoot) makeGuardProc() {
-	if sealedProc.Load() >= 0 || !unixGuardAvailable() {
+	if sealedProc.Load() >= 0 || !confine.UnixGuardAvailable() {
 		return
 	}
 	if fd, err := detachedProc(); err == nil {

@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 )
 
 // The launcher's side of the command's cgroups (the server makes them,
-// cmdcgroup_linux.go): its command thread joins them and lowers pids.max once
+// jail's cmdcgroup_linux.go): its command thread joins them and lowers pids.max once
 // the command is forked.
 
 // joinCmdCgroups, on the launcher's command thread first thing: the thread

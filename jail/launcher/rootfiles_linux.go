@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ import (
 // its staging name is removed; the host's file is untouched. A file the host
 // replaces (rename over /etc/passwd) detaches the bind in the command's view:
 // the host's new file then has no Landlock rule and cannot be read (see
-// hidden_linux.go), and a pooled launcher's root is built again (stale).
+// confine's hidden_linux.go), and a pooled launcher's root is built again (stale).
 
 // stagingDir holds files while they are bound, in the root's tmpfs.
 const stagingDir = "/.autobox-files"

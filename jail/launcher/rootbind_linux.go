@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/autobox-dev/autobox/jail/internal/confine"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 	"golang.org/x/sys/unix"
 )
@@ -39,7 +40,7 @@ func (r *privateRoot) materialize(p string, kind bindKind, noFollow bool) error 
 			return err
 		}
 		if link != "" && noFollow && kind != linkOnly {
-			return fmt.Errorf("%w: %s goes through the symbolic link %s now, which it did not when it was checked", ErrPolicy, p, link)
+			return fmt.Errorf("%w: %s goes through the symbolic link %s now, which it did not when it was checked", confine.ErrPolicy, p, link)
 		}
 		if link == "" {
 			if kind == linkOnly {
@@ -115,13 +116,13 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 		return mountProc()
 	}
 	if kind == bindDevice && strings.HasPrefix(p, "/dev/pts/") {
-		return r.bindAt(p, terminalPath, kind) // rootdev_linux.go
+		return r.bindAt(p, wire.TerminalPath, kind) // rootdev_linux.go
 	}
 	return r.bindAt(p, p, kind)
 }
 
 // bindTmp binds a directory of the call's scratch dir (free of symlinks),
-// TmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
+// wire.TmpDirName, at /tmp, unless the policy gives /tmp (or all of "/") itself:
 // tools that write to /tmp then write into the call's own directory, which
 // goes with the call. It comes before the paths inside /tmp (the scratch
 // dir's own name among them), whose mount points are then made in it: a
@@ -138,7 +139,7 @@ func (r *privateRoot) bindTmp(p *policy.Sandbox) error {
 			}
 		}
 	}
-	dir := path.Join(p.Tmp, TmpDirName)
+	dir := path.Join(p.Tmp, wire.TmpDirName)
 	if err := unix.Mkdirat(r.oldRoot, dir[1:], 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("making the call's /tmp: %w", err)
 	}
@@ -157,7 +158,7 @@ func (r *privateRoot) bindAt(p, dst string, kind bindKind) error {
 		return nil
 	}
 	if errors.Is(err, unix.ELOOP) {
-		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", ErrPolicy, p)
+		return fmt.Errorf("%w: %s goes through a symbolic link now, which it did not when it was checked", confine.ErrPolicy, p)
 	}
 	if err != nil {
 		return fmt.Errorf("opening %s to bind it: %w", p, err)

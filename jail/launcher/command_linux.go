@@ -1,4 +1,4 @@
-package jail
+package launcher
 
 import (
 	"errors"
@@ -10,10 +10,6 @@ import (
 
 	"github.com/autobox-dev/autobox/jail/wire"
 )
-
-// signalable are the signals a launcher sends its command's process group when
-// the supervisor asks (Tree.Signal): what a person at a terminal sends.
-var signalable = map[string]unix.Signal{"SIGINT": unix.SIGINT, "SIGTERM": unix.SIGTERM, "SIGKILL": unix.SIGKILL}
 
 // commandIO is what the command's descriptors 0, 1 and 2 are: the launcher's own
 // stdin (/dev/null) or one sent with the spec, and the spec's stdout and stderr.
@@ -66,11 +62,11 @@ type command struct {
 	gone bool // it has exited: once reaped, its pid (its group's id) is free
 }
 
-// signal sends the signal named (one of signalable; others are ignored) to the
+// signal sends the signal named (one of wire.Signals; others are ignored) to the
 // command's process group, unless the command has exited: after that the group's
 // id may be reused, and the launcher is killing what is left anyway.
 func (c *command) signal(name string) {
-	sig, ok := signalable[name]
+	sig, ok := wire.Signals[name]
 	if !ok {
 		return
 	}
