@@ -83,6 +83,8 @@ func bindWritable(path string, noFollow bool) error {
 	return nil
 }
 
+// namespacesOff: the server that started this launcher has no namespaces
+// (wire.NoNamespacesEnv, which its launcherEnv passes on).
 var namespacesOff = os.Getenv(wire.NoNamespacesEnv) == "1"
 
 // wantPrivateRoot reports whether the calling thread may and should build a

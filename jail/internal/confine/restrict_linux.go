@@ -32,12 +32,12 @@ func RestrictThread(p *policy.Sandbox) error {
 // Restrict is RestrictThread with what a pooled launcher prepared (nil:
 // nothing); privateRoot says the thread's root holds only p's paths (the
 // launcher's private root); guarded that its unix sockets are to be its own,
-// guarded (the launcher's unix socket guard): Restrict then returns the guard's seccomp listener, else
-// -1; placed are the files the call put in that root over base paths (see
-// Prepared.ruleset); tracing allows ptrace of its own processes (a command's,
-// not a JS worker's); loopback says it is in a network namespace of its own
-// with loopback alone, where a command without network may use TCP and UDP
-// sockets (they reach nothing outside it).
+// guarded (the launcher's unix socket guard): Restrict then returns the
+// guard's seccomp listener, else -1; placed are the files the call put in that
+// root over base paths (see Prepared.ruleset); tracing allows ptrace of its
+// own processes (a command's, not a JS worker's); loopback says it is in a
+// network namespace of its own with loopback alone, where a command without
+// network may use TCP and UDP sockets (they reach nothing outside it).
 func Restrict(p *policy.Sandbox, pr *Prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
 	loopback = loopback && !p.AllowNetwork
 	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
