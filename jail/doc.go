@@ -11,8 +11,10 @@
 // commands' uid, capabilities, no_new_privs, seccomp, Probe; RestrictThread
 // here is it) and the process-tree sweep (jail/internal/proctree). Raw seccomp
 // programs are assembled in jail/seccomp; the JS worker's own step is
-// jail/restrict's, the only part of the jail the worker imports. Other
-// platforms compile a stub that fails closed.
+// jail/restrict's, the only part of the jail the worker imports. The server's
+// side also makes each command's cpuset cgroup (cgroupviewcpuset_linux.go) for
+// the view of its own cgroups the launcher mounts. Other platforms compile a
+// stub that fails closed.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without
@@ -86,7 +88,10 @@
 //     (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
 //     its policy's paths, bound read-only or read-write (jail/launcher's rootfs_linux.go), and
-//     a /proc of its own pid namespace. Where that root is missing, unix
+//     a /proc of its own pid namespace. A policy's /sys/fs/cgroup is the
+//     tree's own cgroups alone (jail/launcher's cgroupview_linux.go): a cgroup
+//     namespace of its own with those hierarchies mounted read-only; without a
+//     private root, Landlock reads of their directories. Where that root is missing, unix
 //     socket pairs are stream or seqpacket only without network (a datagram
 //     socket could be addressed to any named socket on the host).
 //

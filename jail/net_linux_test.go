@@ -193,6 +193,9 @@ func fakeProxy(t *testing.T) (path string, lines chan string) {
 							unix.Close(fd)
 						}
 					}
+					if transparent {
+						c.Write([]byte(policy.ProxyTransparent)) // the proxy's answer: served
+					}
 				}
 			}(c.(*net.UnixConn))
 		}

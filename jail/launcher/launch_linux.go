@@ -316,6 +316,7 @@ func (t *cmdThread) startCommand(spec *policy.Command, cio commandIO, pr *prepar
 		// The mounts are at their host paths: the caller's paths are rewritten
 		// to them (policy.Place).
 		policy.RewriteCommand(spec)
+		ownCgroupRules(&spec.Sandbox) // cgroupview_linux.go
 	}
 	if t.listeners, err = listenPorts(spec, !spec.Unsafe && (pnet != nil || loopback)); err != nil { // ports_linux.go
 		return 0, privateRoot, nil, nil, nil, fmt.Errorf("%w: %w", confine.ErrSandbox, err)

@@ -63,7 +63,15 @@ func (t *cmdThread) prepare(base *policy.Sandbox) *prepared {
 	// After the root is begun: the rules are opened in the root the command
 	// gets. A call without network gets a namespace with loopback alone (see
 	// isolateNet), prepared or not.
-	pr.restriction = confine.Prepare(base, wantPrivateRoot() && !base.AllowNetwork)
+	plan := base
+	if pr.root == nil {
+		// No view of its own cgroups: the host's paths of them
+		// (cgroupview_linux.go), as the call's rules will have.
+		own := *base
+		ownCgroupRules(&own)
+		plan = &own
+	}
+	pr.restriction = confine.Prepare(plan, wantPrivateRoot() && !base.AllowNetwork)
 	return pr
 }
 

@@ -8,10 +8,12 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/autobox-dev/autobox/internal/syspaths"
 	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
-	"golang.org/x/sys/unix"
 )
 
 // Binding the host's paths into a private root (see privateRoot): each path of a
@@ -114,6 +116,9 @@ func (r *privateRoot) bind(p string, kind bindKind) error {
 	case "/proc":
 		r.bound[p] = kind
 		return mountProc()
+	case syspaths.CgroupTree:
+		r.bound[p] = kind
+		return r.mountCgroupView() // cgroupview_linux.go: the tree's own alone
 	}
 	if kind == bindDevice && strings.HasPrefix(p, "/dev/pts/") {
 		return r.bindAt(p, wire.TerminalPath, kind) // rootdev_linux.go

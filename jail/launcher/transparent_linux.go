@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/google/nftables"
@@ -253,6 +254,12 @@ func (f *forwarder) handTransparent(n *privateNet) {
 		n.tp.close()
 		return
 	}
+	// The proxy answers once it serves them, so that the command's exit,
+	// reported after this, never reaches the proxy before the listeners do
+	// (a connection the command left queued is then recorded). At most 10 s.
+	f.ctl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _ = f.ctl.Read(make([]byte, 1))
+	f.ctl.SetReadDeadline(time.Time{})
 	for _, fd := range fds {
 		unix.Close(fd)
 	}

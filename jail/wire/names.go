@@ -14,6 +14,12 @@ const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
 // The launcher listens on it; the server reserves it.
 const ProxyPort = 3128
 
+// CgroupPrefix starts the name of every cgroup a server makes, followed by its
+// pid, a dash and a uuid (autobox-p<pid>-<uuid>): the server sweeps a gone
+// owner's by it, and a launcher knows its tree's own cgroups by it (the view
+// it shows a command of them).
+const CgroupPrefix = "autobox-p"
+
 // TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
 // root shows at /tmp.
 const TmpDirName = ".tmp"
