@@ -21,10 +21,7 @@ import (
 // policy and internal helpers; the rooms both sides share (jail/internal/...)
 // import neither side.
 func TestImportDirection(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
+	out := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...")
 	const mod = "github.com/autobox-dev/autobox/"
 	allowedImporters := map[string][]string{
 		"rogchap.com/v8go":  {mod + "worker"},
@@ -91,10 +88,7 @@ func TestImportDirection(t *testing.T) {
 // MCP SDK nor v8go.
 func TestLauncherImportsNoServer(t *testing.T) {
 	const mod = "github.com/autobox-dev/autobox/"
-	out, err := exec.Command("go", "list", "-deps", mod+"jail/launcher").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
+	out := goList(t, "-deps", mod+"jail/launcher")
 	forbidden := []string{mod + "jail", mod + "supervisor", mod + "jspool", mod + "cmdrun", mod + "mcpstdio", mod + "session", mod + "store", mod + "task", mod + "cli", mod + "proxy", mod + "worker", mod + "seatbelt", mod + "ceiling", "rogchap.com/v8go", "github.com/modelcontextprotocol/go-sdk"}
 	deps := strings.Fields(string(out))
 	for _, dep := range deps {
@@ -116,4 +110,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// goList runs go list with args and returns what it printed on stdout alone: go
+// may say more on stderr (a module it downloads on a user's first run), which
+// is not a package.
+func goList(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	return out
 }
