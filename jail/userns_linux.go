@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -187,7 +188,7 @@ func probeUserNamespaces(exe string) error {
 		// Pdeathsig is the forking thread's: locked until the probe is
 		// reaped, and never unlocked, so that the thread ends with it.
 		runtime.LockOSThread()
-		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", wire.RoleUserNSProbe}, []string{wire.UserNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
+		pid, err := forkUserNSLauncher(launcherbin.Path(exe), []string{exe, "worker", wire.RoleUserNSProbe}, []string{wire.UserNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
 		w.Close()
 		if err != nil {
 			done <- ended{err: err}
