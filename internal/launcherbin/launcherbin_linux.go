@@ -132,9 +132,13 @@ func makeMemfd() (string, error) {
 	if err := unix.Stat(path, &via); err != nil || via.Ino != st.Ino || via.Dev != st.Dev {
 		return "", fmt.Errorf("the memfd cannot be reached at %s (no /proc?): %v", path, err)
 	}
-	keep = true // open for the life of the process
+	keep = true
+	memfd = mem // open for the life of the process: no finalizer may close it
 	return path, nil
 }
+
+// memfd holds the small launcher's memfd once made.
+var memfd *os.File
 
 // payload finds the small launcher after this binary's ELF image: its offset
 // and length, checked against the build ID this binary was linked with.
