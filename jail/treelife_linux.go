@@ -50,13 +50,17 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
-	var pid int
-	var err error
 	path := launcherbin.Path(exe) // exe's small launcher, where it carries one
-	if t.userns {
-		pid, err = forkUserNSLauncher(path, []string{exe, "worker", wire.RoleExec}, env, files, sys.Pdeathsig)
-	} else {
-		pid, err = syscall.ForkExec(path, []string{exe, "worker", wire.RoleExec}, attr)
+	start := func() (int, error) {
+		if t.userns {
+			return forkUserNSLauncher(path, []string{exe, "worker", wire.RoleExec}, env, files, sys.Pdeathsig)
+		}
+		return syscall.ForkExec(path, []string{exe, "worker", wire.RoleExec}, attr)
+	}
+	pid, err := start()
+	if err != nil && launcherbin.Retry(path, exe, err) {
+		path = exe
+		pid, err = start()
 	}
 	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.

@@ -25,7 +25,9 @@
 // built without the Makefile's step (go build or go install alone: no
 // payload, no build ID), a payload whose build ID is not the one this binary
 // was linked with, memfd_create or its exec refused (vm.memfd_noexec=2, a
-// seccomp filter), no /proc. Roles only the main binary has (the JS worker,
+// seccomp filter), no /proc; and from the first launcher whose exec from the
+// memfd fails (a security module refusing it): jail starts that one again
+// from the main binary (Retry). Roles only the main binary has (the JS worker,
 // the proxy's connect helper) always start from it.
 package launcherbin
 

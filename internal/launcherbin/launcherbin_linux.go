@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,7 @@ import (
 // the small launcher when exe is this very binary and it carries one, else
 // exe itself. exe stays the launcher's argv[0] either way.
 func Path(exe string) string {
-	if !isSelf(exe) {
+	if !isSelf(exe) || refused.Load() {
 		return exe
 	}
 	if p := load(); p.err == nil {
@@ -25,12 +26,32 @@ func Path(exe string) string {
 	return exe
 }
 
+// Retry reports whether a launcher that failed to start from path (what Path
+// gave for exe) with err is to be started again from exe: the exec of the
+// small launcher failed (the memfd refused by a security module, say). Path
+// then gives exe from now on, and the log says why, once.
+func Retry(path, exe string, err error) bool {
+	if path == exe || !(errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EBADF)) {
+		return false
+	}
+	if refused.CompareAndSwap(false, true) {
+		logLine("launchers start from this binary itself from now on: the small launcher would not run: " + err.Error())
+	}
+	return true
+}
+
+// refused: the small launcher would not run (Retry).
+var refused atomic.Bool
+
 // Small reports whether this process's launchers start from the small
 // launcher, and if not why not (it loads it if that was not done yet).
 func Small() (bool, string) {
 	p := load()
-	if p.err != nil {
+	switch {
+	case p.err != nil:
 		return false, p.err.Error()
+	case refused.Load():
+		return false, "the small launcher would not run"
 	}
 	return true, ""
 }
@@ -61,18 +82,22 @@ const minFD = 100
 
 var load = sync.OnceValue(func() loaded {
 	path, err := makeMemfd()
+	if err != nil {
+		logLine("launchers start from this binary itself, not the small launcher: " + err.Error())
+	} else {
+		logLine("launchers start from the small launcher built into this binary (a sealed memfd)")
+	}
+	return loaded{path, err}
+})
+
+func logLine(msg string) {
 	logf.mu.Lock()
 	f := logf.f
 	logf.mu.Unlock()
 	if f != nil {
-		if err != nil {
-			f("launchers start from this binary itself, not the small launcher: " + err.Error())
-		} else {
-			f("launchers start from the small launcher built into this binary (a sealed memfd)")
-		}
+		f(msg)
 	}
-	return loaded{path, err}
-})
+}
 
 // errNotBuilt: the binary was built without the Makefile's launcher step.
 var errNotBuilt = errors.New("this binary was built without the small launcher (go build or go install alone; make build adds it)")

@@ -18,7 +18,8 @@ const childEnv = "AUTOBOX_LAUNCHERBIN_TEST_ID"
 
 // TestMemfdLauncher: the payload is found, copied into a memfd that stays open
 // through garbage collections (an *os.File's finalizer would close it), runs,
-// and cannot be written; a build ID that is not the payload's is refused.
+// and cannot be written; once it would not run, launchers start from the
+// binary; a build ID that is not the payload's is refused.
 func TestMemfdLauncher(t *testing.T) {
 	if id := os.Getenv(childEnv); id != "" {
 		child(t, id)
@@ -98,6 +99,15 @@ func child(t *testing.T, id string) {
 	}
 	if Path("/bin/true") != "/bin/true" {
 		t.Error("another program's path was replaced")
+	}
+	// A memfd that will not run (here: gone) is given up for this binary.
+	memfd.Close()
+	err := exec.Command(path).Run()
+	if err == nil || !Retry(path, self, err) {
+		t.Fatalf("a memfd that would not run (%v): no retry from the binary", err)
+	}
+	if Path(self) != self || Retry(self, self, err) {
+		t.Fatal("after a retry, launchers still start from the memfd, or the binary itself is retried")
 	}
 	t.Log("memfd: ok")
 }
