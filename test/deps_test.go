@@ -14,8 +14,8 @@ import (
 // cmdrun (running one command tree) imports neither its users (the server, task)
 // nor the transport or the command line; enforcement and storage never import
 // the server; jail/restrict imports nothing of ours but jail/seccomp, and the JS
-// worker imports it, not jail; jail/launcher is imported by cmd/autobox alone
-// (jail never imports it); jail/wire, the format jail and its launcher share,
+// worker imports it, not jail; jail/launcher is imported by cmd/autobox and
+// cmd/autobox-launcher alone (jail never imports it); jail/wire, the format jail and its launcher share,
 // imports nothing of ours but policy and internal helpers.
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...").CombinedOutput()
@@ -31,9 +31,9 @@ func TestImportDirection(t *testing.T) {
 		mod + "test/probe":  {},
 		mod + "proxy":       {mod + "supervisor", mod + "jspool", mod + "task", mod + "cmd/autobox"},
 		mod + "cmd/autobox": {},
-		// The child side's entry, and what the speed issue's small launcher
-		// binary is built from: only the program (and tests that play it).
-		mod + "jail/launcher": {mod + "cmd/autobox"},
+		// The child side's entry, and what the small launcher binary is built
+		// from: only the two programs (and tests that play them).
+		mod + "jail/launcher": {mod + "cmd/autobox", mod + "cmd/autobox-launcher"},
 	}
 	// serverSide are the packages of the server and its callers, which the JS
 	// worker pool serves and must not reach back into.
