@@ -99,6 +99,9 @@ func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 		var base *policy.Sandbox
 		if !r.unsafe {
 			base = syspaths.Base()
+			// A command's own cgroups too (supervisor's commandPolicy): its
+			// view is mounted while the launcher waits.
+			syspaths.OwnCgroups(base)
 		}
 		r.pool = jail.NewPool(r.exe, launcherPool, base)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/autobox-dev/autobox/internal/procfs"
+	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // A Pool puts each launcher in a memory cgroup of its own, below this process's own,
@@ -78,7 +79,7 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 // cgroupPrefix starts the name of every cgroup this process makes: it names the
 // process, so that a later one can tell a cgroup whose owner is gone (see
 // sweepStale). The "p" keeps it apart from names without an owner.
-func cgroupPrefix(pid int) string { return fmt.Sprintf("autobox-p%d-", pid) }
+func cgroupPrefix(pid int) string { return fmt.Sprintf("%s%d-", wire.CgroupPrefix, pid) }
 
 func cgroupName() string { return cgroupPrefix(os.Getpid()) + uuid.NewString() }
 
@@ -100,7 +101,7 @@ func sweepStaleCgroups(base string, kill func(dir string)) {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "autobox-p")
+		rest, ok := strings.CutPrefix(e.Name(), wire.CgroupPrefix)
 		if !ok || !e.IsDir() {
 			continue
 		}

@@ -41,6 +41,9 @@ type cmdCgroups struct {
 	// acct is the cpuacct hierarchy's base (cpuacct_linux.go): the same as cpu
 	// where the two are mounted together.
 	acct string
+	// cpuset is the cpuset hierarchy's base: a cgroup there with the server's
+	// CPUs, for the command's view of its cgroups (cgroupview_linux.go).
+	cpuset string
 }
 
 var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
@@ -63,6 +66,8 @@ var probeCmdCgroups = sync.OnceValue(func() *cmdCgroups {
 				c.cpu = base
 			case ctl == "cpuacct" && c.acct == "" && usableBase(base, "cpuacct.usage"):
 				c.acct = base
+			case ctl == "cpuset" && c.cpuset == "" && usableBase(base, "cpuset.cpus"):
+				c.cpuset = base
 			}
 		}
 	}
@@ -116,6 +121,10 @@ func (c *cmdCgroups) create() *cmdCgroup {
 		if os.Mkdir(dir, 0o755) != nil {
 			g.remove()
 			return nil
+		}
+		if base == c.cpuset && !inheritCpuset(base, dir) { // cgroupview_linux.go
+			removeCgroupDir(dir)
+			continue
 		}
 		g.dirs = append(g.dirs, dir)
 		tasks, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)

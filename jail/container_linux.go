@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"golang.org/x/sys/unix"
 )
 
@@ -137,7 +138,7 @@ func ContainerFix() string {
 	if c.Engine == "" {
 		return ""
 	}
-	flags := c.UnlockFlags(!hasCapSysAdmin())
+	flags := c.UnlockFlags(!confine.HasCapSysAdmin())
 	if flags == "" {
 		return ""
 	}
@@ -169,7 +170,7 @@ func (c Container) Describe() string {
 // where launchers do get namespaces ("" where they do): as root, bringing up
 // the namespace's loopback and the proxy's forwarder needs CAP_NET_ADMIN.
 func NoPrivateNetworkWhy() string {
-	if launcherMode() != nsRoot || hasCap(unix.CAP_NET_ADMIN) {
+	if launcherMode() != nsRoot || confine.HasCap(unix.CAP_NET_ADMIN) {
 		return ""
 	}
 	why := "this process holds CAP_SYS_ADMIN but not CAP_NET_ADMIN, which bringing up loopback in a command's network namespace needs"

@@ -25,7 +25,7 @@ func (c *cmdCgroups) bases() []string {
 	if c.acct != c.cpu {
 		b = append(b, c.acct)
 	}
-	return b
+	return append(b, c.cpuset)
 }
 
 // cpuTime is the CPU time of every task that was in the command's cgroup;

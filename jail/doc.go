@@ -1,28 +1,20 @@
-// Package jail enforces a policy.Sandbox on Linux: Landlock, seccomp and
-// no_new_privs on one locked OS thread (RestrictThread), inherited by what
-// that thread starts, and process trees run through a launcher role of the
-// autobox binary (`autobox worker exec`, launch; dispatched by jail/launcher's
-// table from ChildRoles) that can kill everything a command spawns (Start,
-// Pool, Tree). WorkerSpawner and
-// restrict.EnterWorker are the JS worker's jail (workerjail_linux.go); the
-// worker imports jail/restrict alone. Raw seccomp programs are assembled in
-// jail/seccomp. Other platforms compile a stub that fails closed.
-//
-// The package holds the code of two processes, file by file: the long-lived
-// server's side (Start, Pool, Tree, cgroup creation, probes, modes: tree*,
-// pool, cgroup, cmdcgroup, cpuacct*, userns, usernsfork, nprochosttree,
-// container, status, transparent_probe, workerjail) and the one-shot
-// launcher's (launcher_linux.go and what only it calls: root*, places,
-// mountns's isolate, netns, transparent, ports, ipcwatch, oomscore, limits,
-// prepare, unixguard*, sockdiag, reported, command, cmdcgroupjoin,
-// usernschild, nprochost). What both call stays shared: the thread
-// restriction (restrict_linux.go, landlock_linux.go, hidden_linux.go,
-// caps_linux.go, which the JS worker's spawner uses too), the commands' uid
-// (dropuid_linux.go), Probe, killRound and the mount table (kernelfs). The launcher keeps its state in its two threads (cmdThread, started),
-// not in package variables. The two sides talk only through jail/wire (frames
-// and codec, descriptors, role names, what the server tells a launcher in its
-// environment). The launcher's entry and role table are jail/launcher's, the
-// JS worker's own step is jail/restrict's.
+// Package jail enforces a policy.Sandbox on Linux, the server's side: it
+// starts each command through a launcher, a child of the autobox binary
+// (`autobox worker exec`, jail/launcher) that can kill everything the command
+// spawns, and holds what this process keeps of it (Start, Pool, Tree, the
+// cgroups it makes, the probes and the mode, the JS worker's spawner in
+// workerjail_linux.go). It never imports jail/launcher: the two sides are two
+// processes, and they talk only through jail/wire (frames and codec,
+// descriptors, role names, what the server tells a launcher in its
+// environment). What both use lives in rooms of their own: the thread
+// restriction (jail/internal/confine: Landlock with the hidden paths, the
+// commands' uid, capabilities, no_new_privs, seccomp, Probe; RestrictThread
+// here is it) and the process-tree sweep (jail/internal/proctree). Raw seccomp
+// programs are assembled in jail/seccomp; the JS worker's own step is
+// jail/restrict's, the only part of the jail the worker imports. The server's
+// side also makes each command's cpuset cgroup (cgroupviewcpuset_linux.go) for
+// the view of its own cgroups the launcher mounts. Other platforms compile a
+// stub that fails closed.
 //
 // Why per thread: autobox links V8 through cgo, so the process has threads
 // that Go does not control. Landlock (without TSYNC) and seccomp (without
@@ -83,80 +75,25 @@
 //     Without a namespace, a launcher that dies without reporting has its
 //     cgroup's processes killed (Pool's launchers have one where this process
 //     may make cgroups), then its descendants and session.
-//   - Resource limits of a spec's policy.Limits (limits_linux.go,
-//     cmdcgroup_linux.go): RLIMIT_FSIZE (SIGXFSZ ignored: EFBIG), RLIMIT_NOFILE
+//   - Resource limits of a spec's policy.Limits (jail/launcher's
+//     limits_linux.go, cmdcgroup_linux.go): RLIMIT_FSIZE (SIGXFSZ ignored: EFBIG), RLIMIT_NOFILE
 //     and RLIMIT_CPU, set on the launcher right before it forks the command;
 //     where this process may make cgroups (v1), a pids cgroup (pids.max is
 //     Limits.Processes) and a cpu cgroup of the command's own, joined by the
 //     command thread alone, so the launcher's threads stay out; fallocate
 //     fails with EOPNOTSUPP. Without such a cgroup, RLIMIT_NPROC: in a
 //     user namespace the call's own count (userns_linux.go), on the host the
-//     user's count plus Processes and a margin (nprochost_linux.go). The exit
+//     user's count plus Processes and a margin (jail/launcher's nprochost_linux.go). The exit
 //     report carries what the kernel accounted of the reaped tree
 //     (policy.Usage).
 //   - Private root (CAP_SYS_ADMIN): the command's "/" is a tmpfs holding only
-//     its policy's paths, bound read-only or read-write (rootfs_linux.go), and
-//     a /proc of its own pid namespace. Where that root is missing, unix
+//     its policy's paths, bound read-only or read-write (jail/launcher's rootfs_linux.go), and
+//     a /proc of its own pid namespace. A policy's /sys/fs/cgroup is the
+//     tree's own cgroups alone (jail/launcher's cgroupview_linux.go): a cgroup
+//     namespace of its own with those hierarchies mounted read-only; without a
+//     private root, Landlock reads of their directories. Where that root is missing, unix
 //     socket pairs are stream or seqpacket only without network (a datagram
 //     socket could be addressed to any named socket on the host).
-//
-// # The launcher's setup, in order
-//
-// What `autobox worker exec` does between its start and the command's exec
-// (launcher_linux.go, each step in the function named), and, for each, the
-// invariant it relies on and what breaks if it moves:
-//
-//  0. init of the program (autobox's, or a test binary that plays it):
-//     launcher.LockMainThread keeps the main thread for the main goroutine.
-//     Relies on: the runtime runs init on the main thread, before any other
-//     goroutine. Held by: launcher.Main refuses to run a role without it,
-//     the command thread checks restrict.NotMainThread (TestLauncherNeedsLockedMainThread).
-//  1. launch, main thread (never restricted): descriptors 3 and up become
-//     close-on-exec; the OOM score and /proc/self/io are opened (handed to
-//     the command thread and to treeUsage) while the process is still
-//     dumpable; then PR_SET_DUMPABLE 0 and PR_SET_CHILD_SUBREAPER. Relies on:
-//     a dumpable process's /proc files are its user's (after, root's: an
-//     ordinary user could no longer open them).
-//  2. commandThread, a thread of its own, locked for good: joins the command's
-//     cgroups (joinCmdCgroups; it keeps pids.max in cmdThread). Relies on:
-//     on cgroup v1 writing 0 to tasks moves the writing thread alone, so the
-//     launcher's other threads stay out and the command is born in them.
-//  3. startFromSpec, while the spec has not come: Probe, the usual seccomp
-//     filter built; on a {prepare} frame, prepare: the network namespace,
-//     the private root begun for the base policy, the base's Landlock ruleset,
-//     the capability bounding set dropped (prepare_linux.go), and
-//     {prepared} reported. Relies on: nothing here depends on the spec, and
-//     what fails is redone, or fails, in step 4 as it would unprepared.
-//  4. startCommand: the spec's network (isolateNet), then its filesystem
-//     (isolate: mount namespace, the private root's binds and places, pivot;
-//     without a root the paths are rewritten, policy.RewriteCommand); ports
-//     listened on in that network (listenPorts, handed to the main thread in
-//     started); the program looked up in the root it will run in; the OOM
-//     score raised. Relies on: the network first (the root is built for a
-//     command with or without a network of its own, and the host's /proc
-//     names the host's namespace only before the root changes); binds need
-//     CAP_SYS_ADMIN, so before step 5; the score's file is written before
-//     /proc/self turns read-only.
-//  5. restrictThread: the Landlock ruleset (the prepared one extended, or
-//     built), the uid dropped, every capability dropped, no_new_privs,
-//     landlock_restrict_self, and last the seccomp filter (with the unix
-//     guard's listener where it is used). Relies on: nothing after it needs a
-//     call the filter refuses or a right Landlock denies; the rules are opened
-//     in the root the command gets.
-//  6. Resource limits (applyRlimits, cmdThread.applyNproc,
-//     cmdThread.applyHostNproc): last before the fork. Relies on: they bind
-//     the launcher's thread too (the set-up's own forks and files would count).
-//  7. ForkExec of the command; the pids cgroup's limit lowered to the call's
-//     (lowerPidsMax); {started} reported. The thread then exits, taking its
-//     Landlock domain. Relies on: no thread left in the launcher shares the
-//     command's domain, so scoping refuses the command's signals to it; the
-//     main thread serves ports, the guard, the proxy forwarder and the
-//     control socket, and reaps.
-//
-// The red-team tests hold each step's promise from the command's side
-// (test/redteam_*_test.go, jail/*_linux_test.go); a step moved earlier or later
-// breaks one of them (a restriction before a bind: the bind fails; limits
-// before the thread's setup: the setup's own forks and files count).
 //
 // # Not enforced
 //
@@ -165,7 +102,7 @@
 //     lookup, access(2) or inotify: a command can see which files exist
 //     anywhere, and change the mode of files its user owns.
 //   - The uid is kept; every capability is dropped (bounding set emptied,
-//     securebits locked) before the restriction (caps_linux.go).
+//     securebits locked) before the restriction (jail/internal/confine's caps_linux.go).
 //   - Pathname unix sockets: connecting to an existing socket file (a Docker
 //     or D-Bus socket) is not a Landlock right in ABI <= 7; seccomp therefore
 //     refuses socket(AF_UNIX) unless the network is allowed (socketpair stays).

@@ -1,11 +1,9 @@
 package jail
 
 import (
-	"fmt"
 	"os"
-	"strconv"
 
-	"golang.org/x/sys/unix"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 )
 
 // A root server without namespaces (NoNamespacesEnv, or a host that refuses
@@ -26,47 +24,11 @@ import (
 // root (their victim is the test binary, which only root may run).
 var dropRoot = true
 
-// dropUIDEnv tells a launcher the uid and gid its command runs as.
-const dropUIDEnv = "AUTOBOX_COMMAND_UID"
-
-// unprivilegedID is the uid and gid commands of a root server without
-// namespaces run as.
-const unprivilegedID = 65534
-
 // CommandCredential reports the uid and gid this process's commands run as
 // when it is not their own (drop): a root server without namespaces.
 func CommandCredential() (uid, gid int, drop bool) {
 	if dropRoot && os.Geteuid() == 0 && launcherMode() == nsNone {
-		return unprivilegedID, unprivilegedID, true
+		return confine.UnprivilegedID, confine.UnprivilegedID, true
 	}
 	return os.Getuid(), os.Getgid(), false
-}
-
-// commandUID is the uid the launcher's command runs as, -1 for its own.
-var commandUID = func() int {
-	n, err := strconv.Atoi(os.Getenv(dropUIDEnv))
-	if err != nil || n <= 0 {
-		return -1
-	}
-	return n
-}()
-
-// dropUID gives the calling thread (only: the raw system calls, not Go's,
-// which change every thread) commandUID as its real, effective and saved uid
-// and gid, and no supplementary groups.
-func dropUID() error {
-	if commandUID < 0 || unix.Geteuid() != 0 {
-		return nil
-	}
-	id := uintptr(commandUID)
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-		return fmt.Errorf("setgroups: %w", e)
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, id, id, id); e != 0 {
-		return fmt.Errorf("setresgid %d: %w", id, e)
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, id, id, id); e != 0 {
-		return fmt.Errorf("setresuid %d: %w", id, e)
-	}
-	return nil
 }

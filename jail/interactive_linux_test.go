@@ -10,6 +10,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -107,7 +108,7 @@ func TestInteractiveTerminal(t *testing.T) {
 		if m.ns {
 			// /dev/pts is the call's own there: the terminal is bound at
 			// /dev/console, where ttyname(3) finds it.
-			name = terminalPath
+			name = wire.TerminalPath
 		}
 		slave.Close()
 		got := readUntil(t, master, name)

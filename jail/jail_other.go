@@ -66,15 +66,6 @@ func (t *Tree) OOMKilled() bool { return false }
 // Kill does nothing.
 func (t *Tree) Kill() {}
 
-// ChildRoles holds the launcher's role, which reports the missing platform
-// and exits with status 2.
-var ChildRoles = map[string]func(args []string) int{
-	"exec": func([]string) int {
-		fmt.Fprintln(os.Stderr, errPlatform)
-		return 2
-	},
-}
-
 // Isolations reports that launchers add nothing here: there are none.
 func Isolations() Isolation { return Isolation{} }
 

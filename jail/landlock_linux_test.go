@@ -1,67 +1,12 @@
 package jail
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/policy"
 )
-
-func TestProbeMatchesKernel(t *testing.T) {
-	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	want := int(v)
-	if e != 0 {
-		want = 0
-	}
-	st := Probe()
-	if st.LandlockABI != want {
-		t.Errorf("Probe LandlockABI = %d, kernel says %d (errno %v)", st.LandlockABI, want, e)
-	}
-	t.Logf("%s", st)
-}
-
-func TestLandlockPlan(t *testing.T) {
-	p := &policy.Sandbox{ReadOnly: []string{"/ro"}, ReadWrite: []string{"/rw"}, Devices: []string{"/dev/null"}}
-	for _, tc := range []struct {
-		abi              int
-		net              bool
-		wantNet, wantScp uint64
-		wantSize         uintptr
-	}{
-		{abi: 3, wantSize: 8},
-		{abi: 4, wantNet: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, wantSize: 16},
-		{abi: 4, net: true, wantSize: 16},
-		{abi: 6, net: true, wantScp: unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, wantSize: 24},
-		{abi: 7, wantNet: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, wantScp: unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, wantSize: 24},
-	} {
-		p.AllowNetwork = tc.net
-		attr, size, rules := landlockPlan(p, tc.abi, false)
-		if attr.Handled_access_net != tc.wantNet || attr.Scoped != tc.wantScp || size != tc.wantSize {
-			t.Errorf("abi %d net %v: net %#x scoped %#x size %d, want %#x %#x %d", tc.abi, tc.net, attr.Handled_access_net, attr.Scoped, size, tc.wantNet, tc.wantScp, tc.wantSize)
-		}
-		if attr.Handled_access_fs&unix.LANDLOCK_ACCESS_FS_TRUNCATE == 0 {
-			t.Errorf("abi %d: truncate not handled", tc.abi)
-		}
-		if got := attr.Handled_access_fs&unix.LANDLOCK_ACCESS_FS_IOCTL_DEV != 0; got != (tc.abi >= 5) {
-			t.Errorf("abi %d: ioctl_dev handled = %v", tc.abi, got)
-		}
-		for _, r := range rules {
-			if r.access&^attr.Handled_access_fs != 0 {
-				t.Errorf("abi %d: rule %s grants unhandled rights %#x", tc.abi, r.path, r.access&^attr.Handled_access_fs)
-			}
-			if r.access&unix.LANDLOCK_ACCESS_FS_EXECUTE != 0 {
-				t.Errorf("abi %d: rule %s grants execute without AllowExec", tc.abi, r.path)
-			}
-		}
-	}
-}
 
 // fsFixture makes a read-only dir, a read-write dir and a dir outside the
 // policy, each with one file per probe so that probes do not interfere.
@@ -187,48 +132,4 @@ func TestRestrictThreadIsPerThread(t *testing.T) {
 	writeFile(t, outside, "secret")
 	got := selfRestricted(t, basePolicy(t), "read:"+outside, "otherthread-read:"+outside)
 	expect(t, "", got, map[string]string{"read:" + outside: "EACCES", "otherthread-read:" + outside: "ok"})
-}
-
-// TestPrivateRootAbandon: a root whose building fails half-way is abandoned: the
-// thread goes back to the mount namespace it came from, with the host's files,
-// and the error says the caller may go on without a private root.
-func TestPrivateRootAbandon(t *testing.T) {
-	requireJail(t)
-	if !hasCapSysAdmin() {
-		t.Skip("a private root needs CAP_SYS_ADMIN")
-	}
-	before, _ := os.Readlink("/proc/thread-self/ns/mnt")
-	type result struct {
-		inRoot, after string
-		hostVisible   bool
-		err           error
-	}
-	done := make(chan result)
-	go func() {
-		runtime.LockOSThread() // the thread is retired with this goroutine
-		var res result
-		r, err := enterPrivateRoot()
-		if err != nil {
-			res.err = err
-			done <- res
-			return
-		}
-		_, statErr := os.Stat("/etc/os-release")
-		res.inRoot = fmt.Sprint(statErr != nil)
-		res.err = r.abandon(errors.New("a bind failed"))
-		res.after, _ = os.Readlink("/proc/thread-self/ns/mnt")
-		_, statErr = os.Stat("/etc/os-release")
-		res.hostVisible = statErr == nil
-		done <- res
-	}()
-	res := <-done
-	if res.inRoot != "true" {
-		t.Errorf("the empty root showed /etc/os-release")
-	}
-	if !errors.Is(res.err, errRootSetup) || !strings.Contains(res.err.Error(), "a bind failed") {
-		t.Errorf("abandon: %v, want an errRootSetup saying why", res.err)
-	}
-	if res.after != before || !res.hostVisible {
-		t.Errorf("after abandon: namespace %s (was %s), host files visible %v", res.after, before, res.hostVisible)
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
+	"github.com/autobox-dev/autobox/jail/internal/proctree"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -37,14 +39,14 @@ func RunTests(m *testing.M) int {
 	return code
 }
 
-func childrenOf(pid int) []procInfo {
-	procs, err := scanProcs()
+func childrenOf(pid int) []proctree.Proc {
+	procs, err := proctree.Scan()
 	if err != nil {
 		return nil
 	}
-	var out []procInfo
+	var out []proctree.Proc
 	for _, p := range procs {
-		if p.ppid == pid {
+		if p.PPid == pid {
 			out = append(out, p)
 		}
 	}
@@ -175,8 +177,8 @@ func writeFile(t testing.TB, path, data string) {
 
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
-	p, ok := readStat(pid, make([]byte, 512))
-	return ok && !p.dead()
+	p, ok := proctree.ReadStat(pid, make([]byte, 512))
+	return ok && !p.Dead()
 }
 
 // waitForFile polls until path has content; the deadline only guards
@@ -223,7 +225,7 @@ func eachMode(t *testing.T, f func(t *testing.T, m jailMode)) {
 	t.Helper()
 	modes := []jailMode{{"no-namespaces", false}}
 	switch {
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		modes = append(modes, jailMode{"namespaces", true})
 	case userNS().err == nil:
 		modes = append(modes, jailMode{"user-namespaces", true})

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/testnet"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -50,7 +51,7 @@ func TestNetwork(t *testing.T) {
 		expect(t, "AllowNetwork=false, loopback alone", got, map[string]string{
 			"tcp-connect:" + tcp: "ECONNREFUSED", "tcp-bind:127.0.0.1:0": "ok", "udp-send:" + udp: "ok",
 			// Netlink for routing (ip addr), unix sockets of its own
-			// (unixguard_linux.go).
+			// (jail/launcher/unixguard_linux.go).
 			"socket:inet": "ok", "socket:inet6": "ok", "socket:netlink": "ok",
 			"socket:packet": "EAFNOSUPPORT", "socketpair:inet": "EAFNOSUPPORT",
 			"socket:unix": "ok", "socketpair:unix": "ok",
@@ -79,7 +80,7 @@ func TestNetwork(t *testing.T) {
 // the restriction, past seccomp's family check: the second layer holds alone.
 func TestLandlockTCP(t *testing.T) {
 	if st := requireJail(t); !st.TCPDenied() {
-		t.Skipf("Landlock ABI %d < %d: no TCP rules on this kernel", st.LandlockABI, abiNet)
+		t.Skipf("Landlock ABI %d < %d: no TCP rules on this kernel", st.LandlockABI, confine.ABINet)
 	}
 	tcp, _, _ := listeners(t)
 	probes := []string{"pre-tcp-connect:" + tcp, "pre-tcp-bind:127.0.0.1:0"}
@@ -93,7 +94,7 @@ func TestLandlockTCP(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	if st := requireJail(t); !st.Scoped() {
-		t.Skipf("Landlock ABI %d < %d: signals and abstract sockets are not scoped on this kernel", st.LandlockABI, abiScope)
+		t.Skipf("Landlock ABI %d < %d: signals and abstract sockets are not scoped on this kernel", st.LandlockABI, confine.ABIScope)
 	}
 	eachMode(t, testScopes)
 }
@@ -117,7 +118,7 @@ func testScopes(t *testing.T, m jailMode) {
 			probes[1]: "ok", "kill-self": "ok", // inside the sandbox both work
 		}
 		switch {
-		case !unixGuardAvailable():
+		case !confine.UnixGuardAvailable():
 			if !net {
 				want[probes[1]] = "EPERM" // no socket(AF_UNIX) at all without the network
 			}
@@ -180,7 +181,7 @@ func fakeProxy(t *testing.T) (path string, lines chan string) {
 							if typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); transparent && typ == unix.SOCK_DGRAM {
 								f := os.NewFile(uintptr(fd), "dns")
 								if pc, err := net.FilePacketConn(f); err == nil {
-									go (&forwarder{}).refuseDNS(pc)
+									go refuseDNS(pc)
 									t.Cleanup(func() { pc.Close() })
 								}
 								f.Close()
@@ -192,11 +193,33 @@ func fakeProxy(t *testing.T) (path string, lines chan string) {
 							unix.Close(fd)
 						}
 					}
+					if transparent {
+						c.Write([]byte(policy.ProxyTransparent)) // the proxy's answer: served
+					}
 				}
 			}(c.(*net.UnixConn))
 		}
 	}()
 	return path, lines
+}
+
+// refuseDNS answers every query on pc with REFUSED (the header's QR bit set
+// and rcode 5, the question kept), as a launcher does without the transparent
+// path.
+func refuseDNS(pc net.PacketConn) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		if n < 12 {
+			continue
+		}
+		buf[2] |= 0x80
+		buf[3] = 5
+		_, _ = pc.WriteTo(buf[:n], from)
+	}
 }
 
 // TestPrivateNetwork: where the launcher may make namespaces, a command with a

@@ -8,7 +8,7 @@ import (
 )
 
 // The server's side of RLIMIT_NPROC on the host's count (the launcher's is
-// nprochost_linux.go): what Tree tells the watchdog, and the hint it passes
+// jail/launcher/nprochost_linux.go): what Tree tells the watchdog, and the hint it passes
 // the next launchers.
 
 // hostTasksHint is the count the last call's launcher reported (see

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/pace"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -94,8 +95,8 @@ func TestPool(t *testing.T) {
 	pool.Close()
 	idlePids := 0
 	for _, c := range childrenOf(unix.Getpid()) {
-		if !c.dead() && c.ppid == unix.Getpid() {
-			if b, err := readCmdline(c.pid); err == nil && strings.Contains(b, "worker\x00exec") {
+		if !c.Dead() && c.PPid == unix.Getpid() {
+			if b, err := readCmdline(c.Pid); err == nil && strings.Contains(b, "worker\x00exec") {
 				idlePids++
 			}
 		}
@@ -180,7 +181,7 @@ func testPoolPrepared(t *testing.T, m jailMode) {
 	network := extends
 	network.AllowNetwork = true
 	c = create()
-	run("other network rights", network, (Probe().LandlockABI < abiNet || m.ns) && m.name != "user-namespaces", map[string]string{readA: "ok", readB: "ok", c: "ok"})
+	run("other network rights", network, (Probe().LandlockABI < confine.ABINet || m.ns) && m.name != "user-namespaces", map[string]string{readA: "ok", readB: "ok", c: "ok"})
 
 	// Wait until the idle launcher has prepared (its prepared frame), then
 	// move b away and put a new directory in its place: the prepared rule

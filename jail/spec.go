@@ -26,6 +26,11 @@ const PortsPreamble = wire.PortsPreamble
 // for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
 const ProxyPort = wire.ProxyPort
 
+// RedirectPort is where, inside its private network, a command's TCP
+// connections to addresses outside it arrive, for the transparent path (see
+// wire.RedirectPort).
+const RedirectPort = wire.RedirectPort
+
 // Interactive is what a command that outlives its first answer (a session)
 // gets besides what Start gives: an input, and perhaps a terminal.
 type Interactive struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 
@@ -45,20 +44,3 @@ var transparentProbe = sync.OnceValue(func() error {
 	cmd.SysProcAttr = sys
 	return runProbe(cmd)
 })
-
-// probeTransparentInside sets up what a launcher sets up for the transparent
-// path, in this process's (new) network namespace, and says what failed.
-func probeTransparentInside() int {
-	runtime.LockOSThread()
-	if err := loopbackUp(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	t, err := enterTransparent()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	t.close()
-	return 0
-}

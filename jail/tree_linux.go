@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/goenv"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -49,12 +50,12 @@ type Tree struct {
 	// applyNproc), set before the spec is sent.
 	nproc bool
 	// nprocLimit is the RLIMIT_NPROC the launcher reported it set (in a user
-	// namespace, or on the host's count: nprochost_linux.go).
+	// namespace, or on the host's count: jail/launcher/nprochost_linux.go).
 	nprocLimit atomic.Int64
 	// processes is the spec's Limits.Processes (0: none), set before it is sent.
 	processes int
 	// ipc is the memory of the System V objects of the launcher's IPC
-	// namespace, as it last reported (ipcwatch_linux.go).
+	// namespace, as it last reported (jail/launcher/ipcwatch_linux.go).
 	ipc atomic.Int64
 	// shmemBase is what the memory cgroup counted of tmpfs when the command
 	// started (the private root's own files, placed by the launcher), plus
@@ -215,7 +216,7 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 	if err := t.cmdcg.setMax(spec.Limits); err != nil {
 		return fmt.Errorf("setting the pids cgroup's limit: %w", err)
 	}
-	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe && nprocPerUserNS()
+	t.nproc = t.userns && (t.cmdcg == nil || t.cmdcg.pidsMax == nil) && spec.Limits != nil && spec.Limits.Processes > 0 && !spec.Unsafe && confine.NprocPerUserNS()
 	if spec.Limits != nil {
 		t.processes = spec.Limits.Processes
 	}
@@ -233,7 +234,7 @@ func (t *Tree) send(spec *Spec, stdout, stderr *os.File, memory int64, in *Inter
 // the command's process group (the group of the command it started; not
 // processes that left it). Once the command has exited it does nothing.
 func (t *Tree) Signal(sig string) error {
-	if _, ok := signalable[sig]; !ok {
+	if _, ok := wire.Signals[sig]; !ok {
 		return fmt.Errorf("%w: the launcher does not send %q", ErrPolicy, sig)
 	}
 	frame, err := wire.EncodeFrame(&wire.Message{Type: wire.MsgSignal, Signal: sig})

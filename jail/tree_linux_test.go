@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -269,7 +270,7 @@ func TestStatusRefusesSpecs(t *testing.T) {
 // command does, and a daemon it left is killed.
 func TestLauncherSurvivesItsCommand(t *testing.T) {
 	if st := requireJail(t); !st.Scoped() {
-		t.Skipf("Landlock ABI %d < %d: without scoping a command may signal its launcher (SECURITY.md)", st.LandlockABI, abiScope)
+		t.Skipf("Landlock ABI %d < %d: without scoping a command may signal its launcher (SECURITY.md)", st.LandlockABI, confine.ABIScope)
 	}
 	eachMode(t, func(t *testing.T, m jailMode) {
 		attacks := []string{"kill9", "stop", "killpg", "pidfd", "tgkill"}
@@ -343,22 +344,4 @@ func TestLauncherKilledFromOutside(t *testing.T) {
 		}
 		f.assertGone(t, "main", "daemon", "child")
 	})
-}
-
-// ownTasks (num_threads of /proc/self/stat) counts what /proc/self/task lists
-// (read before and after: the runtime may start a thread meanwhile).
-func TestOwnTasks(t *testing.T) {
-	count := func() int {
-		names, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(names)
-	}
-	before := count()
-	n, err := ownTasks()
-	after := count()
-	if err != nil || n < min(before, after) || n > max(before, after) {
-		t.Fatalf("ownTasks = %d, %v; /proc/self/task listed %d before and %d after", n, err, before, after)
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/autobox-dev/autobox/jail/internal/proctree"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,7 +124,7 @@ func (t *Tree) sweptWhat() string {
 // left in it or sweepRounds is reached.
 func sweep(root int) {
 	for i := 0; i < sweepRounds; i++ {
-		n, err := killRound(root, true)
+		n, err := proctree.KillRound(root, true)
 		if err != nil || n == 0 {
 			return
 		}

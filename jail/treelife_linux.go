@@ -29,10 +29,10 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 	mode := launcherMode()
 	env := launcherEnv()
 	if uid, _, drop := CommandCredential(); drop {
-		env = append(env[:len(env):len(env)], dropUIDEnv+"="+strconv.Itoa(uid))
+		env = append(env[:len(env):len(env)], wire.CommandUIDEnv+"="+strconv.Itoa(uid))
 	}
 	if h := hostTasksArg(); h != "" && mode == nsNone {
-		env = append(env[:len(env):len(env)], h) // nprochost_linux.go
+		env = append(env[:len(env):len(env)], h) // jail/launcher/nprochost_linux.go
 	}
 	if t.pidns {
 		// A pid namespace, and an IPC namespace, so that System V segments
@@ -68,7 +68,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		pidNamespacesRefused.Store(true)
 		t.pidns, sys.Cloneflags = false, 0
 		if uid, _, drop := CommandCredential(); drop {
-			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], dropUIDEnv+"="+strconv.Itoa(uid))
+			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], wire.CommandUIDEnv+"="+strconv.Itoa(uid))
 		}
 		pid, err = syscall.ForkExec(path, []string{exe, "worker", wire.RoleExec}, attr)
 	}

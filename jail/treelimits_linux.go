@@ -1,9 +1,11 @@
 package jail
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/autobox-dev/autobox/policy"
+	"golang.org/x/sys/unix"
 )
 
 // What a Tree tells the supervisor's watchdog and its result about the limits of
@@ -58,7 +60,7 @@ func (t *Tree) Shmem() int64 {
 }
 
 // IPC is the memory the System V objects of the tree's IPC namespace hold, as
-// its launcher last reported it (ipcwatch_linux.go), where no memory cgroup
+// its launcher last reported it (jail/launcher/ipcwatch_linux.go), where no memory cgroup
 // charges them to the tree (0 with one, which the kernel holds to its limit).
 // Safe to call at any time.
 func (t *Tree) IPC() int64 {
@@ -80,4 +82,12 @@ func (t *Tree) Usage() policy.Usage {
 	u.Processes = max(u.Processes, t.ended.peakTasks)
 	u.CPU = max(u.CPU, t.ended.cpu)
 	return u
+}
+
+// HardOpenFiles is this process's hard RLIMIT_NOFILE, which launchers inherit
+// and cannot raise: the most files a command may be allowed to open.
+func HardOpenFiles() (uint64, error) {
+	var cur syscall.Rlimit
+	err := syscall.Getrlimit(unix.RLIMIT_NOFILE, &cur)
+	return cur.Max, err
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/autobox-dev/autobox/internal/launcherbin"
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -78,7 +79,7 @@ func launcherMode() nsMode {
 	switch {
 	case namespacesOff:
 		return nsNone
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		if pidNamespacesRefused.Load() {
 			return nsNone
 		}
@@ -141,7 +142,7 @@ var userNSProbe struct {
 }
 
 func probeUserNS() userNSResult {
-	if hasCapSysAdmin() {
+	if confine.HasCapSysAdmin() {
 		return userNSResult{err: errors.New("not needed: this process holds CAP_SYS_ADMIN")}
 	}
 	exe, err := os.Executable()
@@ -272,7 +273,7 @@ func NoNamespacesWhy() string {
 	switch {
 	case namespacesOff:
 		return NoNamespacesEnv + "=1 turned them off"
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		why := "this host refuses a pid namespace even to root"
 		if fix := ContainerFix(); fix != "" {
 			why += ": " + fix
@@ -294,22 +295,6 @@ func wholeNetworkInUserNS(spec *Spec) bool {
 	return launcherMode() == nsUser && !spec.Unsafe && spec.Sandbox.AllowNetwork && !spec.Sandbox.PrivateNetwork
 }
 
-// nprocPerUserNS reports whether the kernel counts RLIMIT_NPROC per user
-// namespace (Linux 5.14, the ucounts rework). Before, it counts every process
-// of the uid on the host, and a limit of the call's size would refuse the
-// user's forks everywhere: there the watchdog holds maxProcesses alone.
-var nprocPerUserNS = sync.OnceValue(func() bool {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return false
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
-		return false
-	}
-	return major > 5 || major == 5 && minor >= 14
-})
-
 // ProcessCeiling is, where RLIMIT_NPROC holds the tree to its process limit
 // without counting refused forks (ForksRefused is -1), the most tasks the
 // tree can have now: the limit less the launcher's own threads, which count
@@ -321,7 +306,7 @@ func (t *Tree) ProcessCeiling() int {
 		return 0
 	}
 	if !t.userns {
-		return t.hostCeiling() // nprochost_linux.go
+		return t.hostCeiling() // jail/launcher/nprochost_linux.go
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(t.pid) + "/status")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/restrict"
 	"github.com/autobox-dev/autobox/jail/seccomp"
 	"github.com/autobox-dev/autobox/policy"
@@ -74,7 +75,7 @@ func NewWorkerSpawner(exe string) (*WorkerSpawner, error) {
 	}
 	// What restrictThreadExceptSeccomp builds for p: no network, and the
 	// host's root (so unix socket pairs are stream or seqpacket pairs only).
-	filter, err := sandboxFilter(seccomp.Options{StreamPairsOnly: true})
+	filter, err := confine.SandboxFilter(seccomp.Options{StreamPairsOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (s *WorkerSpawner) Restrict() error {
 	if err := restrict.OffMainThread(); err != nil {
 		return fmt.Errorf("%w: %w", ErrSandbox, err)
 	}
-	_, err := restrictThreadExceptSeccomp(s.p, nil, nil, seccomp.Options{StreamPairsOnly: true}, false)
+	_, err := confine.RestrictExceptSeccomp(s.p, nil, nil, seccomp.Options{StreamPairsOnly: true}, false)
 	return err
 }
 
@@ -127,7 +128,7 @@ func (s *WorkerSpawner) Isolation() string {
 	switch {
 	case s.ns.flags == 0:
 		return ModeLandlock
-	case hasCapSysAdmin():
+	case confine.HasCapSysAdmin():
 		return ModeRoot
 	}
 	return ModeUserNS

@@ -67,5 +67,6 @@ const ProxyPreamble = "AUTOBOX-PROXY "
 
 // ProxyTransparent is the message on a launcher's connection to the proxy
 // that carries the listeners and DNS sockets of the command's transparent
-// path (redirected connections and lookups), for the proxy to serve.
+// path (redirected connections and lookups), for the proxy to serve; the
+// proxy answers with the same message once it serves them.
 const ProxyTransparent = "T"

@@ -6,7 +6,7 @@
 // launcher can enter it (in user-namespaces mode the supervisor lacks the
 // capabilities setns needs there). So every launcher whose command has ports
 // to offer or to reach connects to this package's unix socket (Socket) and
-// names its call by a token (see jail's ports_linux.go for the launcher's
+// names its call by a token (see jail/launcher's ports_linux.go for the launcher's
 // half and the exchange):
 //
 //   - a session's launcher (Endpoint.Dial) connects, on request, to a port of

@@ -137,7 +137,7 @@ func (c *Call) dialChecked(ctx context.Context, host string, port uint16, addrs 
 		c.rec.deny(*d)
 		return nil, d
 	}
-	var last error
+	last := c.ctx.Err() // without addrs: the call ended (check)
 	var dialer net.Dialer
 	for _, a := range addrs {
 		conn, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, port).String())
@@ -169,6 +169,11 @@ func (c *Call) check(ctx context.Context, host string, port uint16) ([]netip.Add
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	addrs, err := c.p.resolver.lookup(ctx, host)
+	if err != nil && c.ctx.Err() != nil {
+		// The call ended during the lookup (its Close waits for this): not
+		// a denial of the name; no addresses, so dialChecked says why.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, &Denial{Host: host, Port: int(port), Reason: "does not resolve: " + err.Error(), Listed: true}
 	}

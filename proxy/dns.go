@@ -30,6 +30,7 @@ const maxDNSInFlight = 16
 // serveDNS answers the queries arriving on pc until the call ends.
 func (c *Call) serveDNS(pc net.PacketConn) {
 	defer c.p.wg.Done()
+	defer c.end()
 	sem := make(chan struct{}, maxDNSInFlight)
 	buf := make([]byte, 1500)
 	for {
@@ -39,9 +40,13 @@ func (c *Call) serveDNS(pc net.PacketConn) {
 		}
 		q := append([]byte(nil), buf[:n]...)
 		sem <- struct{}{}
+		if !c.begin() {
+			return
+		}
 		c.p.wg.Add(1)
 		go func() {
 			defer c.p.wg.Done()
+			defer c.end()
 			defer func() { <-sem }()
 			if r := c.answerDNS(q); r != nil {
 				_, _ = pc.WriteTo(r, from)

@@ -56,7 +56,7 @@ func (c *Call) connect(conn net.Conn, br *bufio.Reader, req *http.Request) {
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	tunnel(conn, br, up)
+	c.tunnel(conn, br, up)
 }
 
 // forward sends one absolute-form request upstream and its response back; it

@@ -34,6 +34,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -59,6 +60,10 @@ type Proxy struct {
 
 	perCall, total int64   // connection limits (see MaxConnsPerCall)
 	held           limiter // connections open, all calls
+
+	// originalDstHook, if set, says where a redirected socket was headed
+	// instead of the kernel (tests, which have no redirect).
+	originalDstHook func(fd int) (netip.AddrPort, error)
 
 	mu     sync.Mutex
 	calls  map[string]*Call
@@ -155,6 +160,9 @@ func (p *Proxy) handle(conn net.Conn) {
 		}
 		if string(buf[:n]) == policy.ProxyTransparent {
 			c.serveTransparent(hostsock.PassedFDs(oob[:oobn]))
+			// The answer: served. The launcher reports the command's exit
+			// only after it, so the call's Close finds the listeners.
+			uc.Write([]byte(policy.ProxyTransparent))
 			continue
 		}
 		for _, fd := range hostsock.PassedFDs(oob[:oobn]) {
@@ -184,6 +192,10 @@ func (p *Proxy) handle(conn net.Conn) {
 // serveClient serves a client connection of the call as HTTP or SOCKS5.
 func (c *Call) serveClient(conn net.Conn) {
 	defer conn.Close()
+	if !c.begin() {
+		return
+	}
+	defer c.end()
 	if !c.track(conn) {
 		return
 	}
@@ -239,30 +251,57 @@ type Call struct {
 	held   limiter // connections open (see acquire)
 	asking asking  // ask.go: the user's answers in this call
 
+	closeOnce sync.Once
+
 	mu             sync.Mutex
-	conns          map[net.Conn]bool
-	transparentFDs []io.Closer           // the transparent path's listeners and DNS sockets
+	conns          map[net.Conn]bool     // the command's connections and their upstream ones
+	transparentFDs []io.Closer           // the transparent path's DNS sockets
+	redirects      []*redirectListener   // the transparent path's listeners (drain_linux.go)
 	fake           fakeNames             // the transparent path's names
 	httpTransport  *http.Transport       // made by the first forwarded request
 	local          map[uint16]localRoute // local.go: session ports
 	closed         bool
+	busy           int           // handlers running (begin)
+	idle           chan struct{} // closed when busy drops to 0 once closed
 }
 
 // Token is what a connection's preamble names the call by.
 func (c *Call) Token() string { return c.token }
 
 // Close unregisters the call and ends its connections; it returns what the
-// call's connections did. Safe to call more than once.
+// call's connections did. Safe to call more than once, and at once.
+//
+// What the command did before it ended is in the result, even when it ended
+// at once: the connections the transparent path's listeners still hold
+// queued (connected, not yet accepted) are checked and recorded here, then
+// reset (drainRedirects), and the handlers already running are waited for
+// (begin). Close cannot be held by the command: the drain takes at most
+// maxDrained connections of a listener, and every handler ends once its
+// connections are closed and the call's context cancelled, which Close does
+// before it waits (and it waits at most maxCloseWait, for a way to block
+// that this does not foresee).
 func (c *Call) Close() Record {
+	c.closeOnce.Do(c.close)
+	return c.rec.record()
+}
+
+// maxCloseWait bounds Close's wait for the call's handlers.
+const maxCloseWait = 10 * time.Second
+
+func (c *Call) close() {
 	c.p.mu.Lock()
 	delete(c.p.calls, c.token)
 	c.p.mu.Unlock()
+	c.mu.Lock()
+	c.closed = true
+	redirects := c.redirects
+	c.redirects = nil
+	c.mu.Unlock()
+	// No handler starts from here on; connections the listeners still
+	// hold are recorded as they would have been, without a dial.
+	c.drainRedirects(redirects)
 	c.cancel()
 	c.mu.Lock()
-	if c.httpTransport != nil {
-		c.httpTransport.CloseIdleConnections()
-	}
-	c.closed = true
 	conns := make([]net.Conn, 0, len(c.conns))
 	for conn := range c.conns {
 		conns = append(conns, conn)
@@ -270,12 +309,52 @@ func (c *Call) Close() Record {
 	for _, h := range c.transparentFDs {
 		h.Close()
 	}
+	var idle chan struct{}
+	if c.busy > 0 {
+		idle = make(chan struct{})
+		c.idle = idle
+	}
 	c.mu.Unlock()
 	// Unlocked: a counted connection's Close untracks itself.
 	for _, conn := range conns {
 		conn.Close()
 	}
-	return c.rec.record()
+	if idle != nil {
+		t := time.NewTimer(maxCloseWait)
+		select {
+		case <-idle:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	c.mu.Lock()
+	tr := c.httpTransport
+	c.mu.Unlock()
+	if tr != nil {
+		tr.CloseIdleConnections()
+	}
+}
+
+// begin counts a handler of the call, which Close waits for; false once the
+// call is closing. end when it is done.
+func (c *Call) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.busy++
+	return true
+}
+
+func (c *Call) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy--
+	if c.busy == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
 }
 
 // Record is what the call's connections did so far.
@@ -312,10 +391,16 @@ func (c *Call) untrack(conn net.Conn) {
 }
 
 // tunnel joins the client's connection to up: first the bytes the client sent
-// after its request (a TLS hello), which br holds, then both ways.
-func tunnel(conn net.Conn, br *bufio.Reader, up net.Conn) {
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
+// after its request (a TLS hello), which br (nil: none) holds, then both ways.
+// up is closed with the call, as the client's connection is, so that neither
+// way outlives it.
+func (c *Call) tunnel(conn net.Conn, br *bufio.Reader, up net.Conn) {
+	if !c.track(up) {
+		return
+	}
+	defer c.untrack(up)
+	if br != nil && br.Buffered() > 0 {
+		b, _ := br.Peek(br.Buffered())
 		if _, err := up.Write(b); err != nil {
 			return
 		}

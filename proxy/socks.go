@@ -93,7 +93,7 @@ func (c *Call) serveSOCKSRequest(conn net.Conn, br *bufio.Reader) {
 	if socksReply(conn, socksSucceeded) != nil {
 		return
 	}
-	tunnel(conn, br, up)
+	c.tunnel(conn, br, up)
 }
 
 func readSOCKSAddr(br *bufio.Reader, atyp byte) (string, bool) {

@@ -2,18 +2,18 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/autobox-dev/autobox/internal/hostsock"
 )
 
 // serveTransparent takes the sockets of a command's transparent path, as the
-// launcher sent them: listeners of redirected connections and DNS sockets.
+// launcher sent them: listeners of redirected connections (drain_linux.go)
+// and DNS sockets.
 func (c *Call) serveTransparent(fds []int) {
 	for _, fd := range fds {
 		typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
@@ -30,20 +30,9 @@ func (c *Call) serveTransparent(fds []int) {
 		f.Close()
 		switch {
 		case err != nil:
-		case ln != nil && c.hold(ln):
-			c.p.wg.Add(1)
-			go c.p.serveOn(ln, func(conn net.Conn) {
-				// The call's and the server's connection limits, as for
-				// a connection to the proxy port.
-				if d := c.acquire(); d != nil {
-					conn.(*net.TCPConn).SetLinger(0)
-					conn.Close()
-					return
-				}
-				defer c.release()
-				c.serveRedirected(conn.(*net.TCPConn))
-			})
-		case pc != nil && c.hold(pc):
+		case ln != nil:
+			c.listenRedirected(ln.(*net.TCPListener))
+		case pc != nil && c.hold(pc) && c.begin():
 			c.p.wg.Add(1)
 			go c.serveDNS(pc)
 		}
@@ -51,18 +40,22 @@ func (c *Call) serveTransparent(fds []int) {
 }
 
 // serveRedirected connects a redirected connection to where the command
-// asked, if the call allows it, and joins the two; a refused one is reset.
+// asked, if the call allows it, and joins the two; a refused one is reset. A
+// connection the call closed before it was served here is settled: checked
+// and recorded, not dialled; so is one whose dial the call's end cut short.
 func (c *Call) serveRedirected(conn *net.TCPConn) {
 	defer conn.Close()
-	if !c.track(conn) {
-		return
-	}
-	defer c.untrack(conn)
-	dst, err := originalDst(conn)
+	dst, err := c.originalDst(conn)
 	if err != nil {
 		conn.SetLinger(0)
 		return
 	}
+	if !c.track(conn) {
+		c.settle(dst)
+		conn.SetLinger(0)
+		return
+	}
+	defer c.untrack(conn)
 	addr, port := dst.Addr().Unmap(), dst.Port()
 	var up net.Conn
 	if p, ok := c.fake.lookup(addr); ok {
@@ -71,45 +64,56 @@ func (c *Call) serveRedirected(conn *net.TCPConn) {
 		up, err = c.dial(c.ctx, addr.String(), port)
 	}
 	if err != nil {
+		var d *Denial
+		if !errors.As(err, &d) && c.ctx.Err() != nil {
+			c.settle(dst) // the call ended while it was dialled
+		}
 		conn.SetLinger(0) // a reset: the command's connection fails at once
 		return
 	}
 	defer up.Close()
-	hostsock.Splice(conn, up)
+	c.tunnel(conn, nil, up)
 }
 
 // originalDst is where the command connected before the redirect.
-func originalDst(conn *net.TCPConn) (netip.AddrPort, error) {
+func (c *Call) originalDst(conn *net.TCPConn) (netip.AddrPort, error) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
 	var dst netip.AddrPort
 	var gerr error
-	v4 := conn.LocalAddr().(*net.TCPAddr).IP.To4() != nil
-	err = rc.Control(func(fd uintptr) {
-		if v4 {
-			// A sockaddr_in fits the 16 bytes of an ip_mreq's first field.
-			m, err := unix.GetsockoptIPv6Mreq(int(fd), unix.IPPROTO_IP, unix.SO_ORIGINAL_DST)
-			if err != nil {
-				gerr = err
-				return
-			}
-			b := m.Multiaddr
-			dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4]))
-			return
-		}
-		// IP6T_SO_ORIGINAL_DST (80): a sockaddr_in6, the first field here.
-		m, err := unix.GetsockoptIPv6MTUInfo(int(fd), unix.IPPROTO_IPV6, unix.SO_ORIGINAL_DST)
-		if err != nil {
-			gerr = err
-			return
-		}
-		port := (*[2]byte)(unsafe.Pointer(&m.Addr.Port))
-		dst = netip.AddrPortFrom(netip.AddrFrom16(m.Addr.Addr), binary.BigEndian.Uint16(port[:]))
-	})
+	err = rc.Control(func(fd uintptr) { dst, gerr = c.p.originalDstFD(int(fd)) })
 	if err == nil {
 		err = gerr
 	}
 	return dst, err
+}
+
+// originalDstFD is where the command connected the redirected socket fd to,
+// before the redirect.
+func (p *Proxy) originalDstFD(fd int) (netip.AddrPort, error) {
+	if p.originalDstHook != nil {
+		return p.originalDstHook(fd)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if _, v4 := sa.(*unix.SockaddrInet4); v4 {
+		// A sockaddr_in fits the 16 bytes of an ip_mreq's first field.
+		m, err := unix.GetsockoptIPv6Mreq(fd, unix.IPPROTO_IP, unix.SO_ORIGINAL_DST)
+		if err != nil {
+			return netip.AddrPort{}, err
+		}
+		b := m.Multiaddr
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), binary.BigEndian.Uint16(b[2:4])), nil
+	}
+	// IP6T_SO_ORIGINAL_DST (80): a sockaddr_in6, the first field here.
+	m, err := unix.GetsockoptIPv6MTUInfo(fd, unix.IPPROTO_IPV6, unix.SO_ORIGINAL_DST)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	port := (*[2]byte)(unsafe.Pointer(&m.Addr.Port))
+	return netip.AddrPortFrom(netip.AddrFrom16(m.Addr.Addr), binary.BigEndian.Uint16(port[:])), nil
 }

@@ -370,8 +370,9 @@ func (c *execCall) ended(out *ExecOutput, tree cmdrun.Tree, end cmdrun.End, scra
 	return out, nil
 }
 
-// commandPolicy is the allowlist for one command: system directories read-only, ro
-// mounts read-only, rw mounts and scratch writable; nothing else.
+// commandPolicy is the allowlist for one command: system directories read-only,
+// the call's own cgroups read-only, ro mounts read-only, rw mounts and scratch
+// writable; nothing else.
 func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.Sandbox {
 	// Every path is canonical: system paths resolved by syspaths, mounts and
 	// workspaces checked by validation, scratch dirs resolved when made.
@@ -386,6 +387,8 @@ func commandPolicy(mounts []policy.Mount, scratch string, net netChoice) policy.
 	if net.open {
 		syspaths.HostResolver(&sb)
 	}
+	// The call's own cgroups, where its runtimes find its limits.
+	syspaths.OwnCgroups(&sb)
 	sb.ReadWrite = []string{scratch}
 	sb.Tmp = scratch
 	for _, m := range mounts {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 
 // TestCommandPolicyExtendsBase: a command's sandbox is the base every tree
 // gets (syspaths.Base, which a task's harness extends too: task's
-// TestNativePolicyExtendsBase) plus its scratch dir and mounts; the host's
+// TestNativePolicyExtendsBase) plus its scratch dir, mounts and, on Linux, its
+// own cgroups (syspaths.CgroupTree); the host's
 // resolver files only with allowNetwork (allowHosts gets a resolver of its
 // own, no network needs none).
 func TestCommandPolicyExtendsBase(t *testing.T) {
@@ -38,6 +40,10 @@ func TestCommandPolicyExtendsBase(t *testing.T) {
 		}
 		if !sb.NoFollow || !slices.Contains(sb.ReadWrite, scratch) || !slices.Contains(sb.ReadOnly, mount) {
 			t.Errorf("%s: NoFollow, the scratch dir or the mount missing: %+v", c.name, sb)
+		}
+		// Its own cgroups, on Linux: where runtimes find its limits.
+		if slices.Contains(sb.ReadOnly, syspaths.CgroupTree) != (runtime.GOOS == "linux") {
+			t.Errorf("%s: %s in the command's sandbox: %v, want it on Linux alone", c.name, syspaths.CgroupTree, !(runtime.GOOS == "linux"))
 		}
 		for _, p := range sys.Network {
 			if slices.Contains(sb.ReadOnly, p) != c.resolver {

@@ -16,7 +16,7 @@ import (
 // a pids cgroup of its own (jail.Tree.ForksRefused); under RLIMIT_NPROC alone
 // (an ordinary user's user namespaces) they are not counted, and the watchdog's
 // hold at the limit is what ends a command that keeps trying. Without
-// namespaces RLIMIT_NPROC counts the user's every process (jail/nprochost_linux.go).
+// namespaces RLIMIT_NPROC counts the user's every process (jail/launcher/nprochost_linux.go).
 
 // noteRefusals sets out.Usage.ForksRefused and, unless the call was killed at
 // the process limit (whose reason says it already), appends a note to stderr.

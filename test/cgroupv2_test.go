@@ -137,7 +137,15 @@ func TestDelegatedCgroupV2CPU(t *testing.T) {
 				}
 				return o
 			}
-			// 200 children of 5 ms: at least 1 s of CPU time, counted whole.
+			// The command reads its own v2 cgroup where /proc/self/cgroup
+			// says (its view's root, or without namespaces its host path),
+			// and cannot move itself to the delegated parent, whose files are
+			// its user's.
+			script := fmt.Sprintf(`p=$(sed -n 's/^0:://p' /proc/self/cgroup); head -1 %[1]s$p/cpu.stat; echo $$ > %[1]s$p/../cgroup.procs && echo LEFT || echo refused`, mount)
+			view := run(true, env, "exec", "--", "sh", "-c", script)
+			if !strings.HasPrefix(view, "usage_usec ") || !strings.HasSuffix(view, "refused\n") {
+				t.Errorf("the command's own v2 cgroup: %q, want its cpu.stat read and the move refused", view)
+			}
 			o := exec("0", 200, 5)
 			if o.Stdout != "done\n" || o.Usage.CPUMs < 1000 {
 				t.Errorf("200 auto-reaped children of 5 ms: usage.cpuMs %v, want at least 1000 (the kernel's count): %+v", o.Usage.CPUMs, o)

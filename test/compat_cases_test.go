@@ -65,6 +65,9 @@ const s = net.createServer(c => c.end("pong")).listen("n.sock", () =>
 echo 'require("assert").strictEqual(1 + 1, 2); console.log("pass")' > t.js && npm test --silent`},
 	{name: "java", needs: []string{"javac", "java"},
 		script: `printf 'public class Hello { public static void main(String[] a) { System.out.println("hello " + System.getProperty("user.name")); } }' > Hello.java && javac Hello.java && java -cp . Hello`},
+	// The JVM reads the limits of the cgroups it runs in (the call's own,
+	// where it has them: syspaths.CgroupTree) and prints them.
+	{name: "java-container-metrics", needs: []string{"java"}, script: `java -XshowSettings:system -version 2>&1 | grep -E 'Metrics|Provider|Memory Limit|No metrics'`},
 	{name: "fc-match", needs: []string{"fc-match"}, script: `fc-match sans`},
 	{name: "script-pty", needs: []string{"script"}, landlockOnly: "no terminals of its own", script: `script -qec 'tty && echo in-a-pty' /dev/null`},
 	{name: "expect", needs: []string{"expect"},

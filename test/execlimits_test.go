@@ -52,14 +52,17 @@ func TestExecMemoryCgroup(t *testing.T) {
 	for i, mb := range []int{100, 100, 100, 64, 100} {
 		dir := t.TempDir()
 		done := make(chan execOut, 1)
+		// The command's cgroups as the host names them: the command's own
+		// /proc/self/cgroup names them "/", the roots of its view.
+		marker := fmt.Sprintf("autobox-memcg-test-%d-%d", os.Getpid(), i)
 		go func() {
 			// It runs until the test has read its cgroup's limit (the gate).
-			o, _ := s.exec(map[string]any{"command": bash("grep -E ':memory:|^0::' /proc/self/cgroup > /mnt/d/cg.new; mv /mnt/d/cg.new /mnt/d/cg; until [ -e /mnt/d/gate ]; do sleep 0.01; done"), "memoryMb": mb, "timeoutMs": 600000,
+			o, _ := s.exec(map[string]any{"command": bash("echo started > /mnt/d/cg; until [ -e /mnt/d/gate ]; do sleep 0.01; done; : " + marker), "memoryMb": mb, "timeoutMs": 600000,
 				"mounts": []map[string]any{{"hostPath": dir, "sandboxPath": "/mnt/d", "mode": "rw"}}})
 			done <- o
 		}()
-		// The command writes its cgroup first thing: wait for that, or for
-		// its end (a command that could not start), however long it takes.
+		// The command says it started first thing: wait for that, or for its
+		// end (a command that could not start), however long it takes.
 		var line string
 		var early *execOut
 		for line == "" && early == nil {
@@ -68,8 +71,9 @@ func TestExecMemoryCgroup(t *testing.T) {
 				early = &o
 			case <-time.After(20 * time.Millisecond):
 			}
-			b, _ := os.ReadFile(filepath.Join(dir, "cg"))
-			line = strings.TrimSpace(string(b))
+			if b, _ := os.ReadFile(filepath.Join(dir, "cg")); len(b) > 0 {
+				line = hostCgroupsOf(t, marker)
+			}
 		}
 		if line == "" {
 			t.Fatalf("call %d ended without saying its cgroup: %+v", i, *early)
@@ -80,7 +84,7 @@ func TestExecMemoryCgroup(t *testing.T) {
 			}
 		}
 		for _, l := range strings.Split(line, "\n") {
-			if strings.Contains(l, "/autobox-") {
+			if strings.Contains(l, "/autobox-") && (strings.Contains(l, ":memory:") || strings.HasPrefix(l, "0::")) {
 				line = l
 			}
 		}
@@ -124,4 +128,20 @@ func TestExecMemoryCgroup(t *testing.T) {
 			t.Errorf("call %d: cgroup %s still exists after the call", i, cg)
 		}
 	}
+}
+
+// hostCgroupsOf is /proc/PID/cgroup, as this process sees it, of the process
+// whose command line holds marker; "" if there is none.
+func hostCgroupsOf(t *testing.T, marker string) string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), marker) {
+			if cg, err := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup")); err == nil {
+				return strings.TrimSpace(string(cg))
+			}
+		}
+	}
+	t.Fatalf("no process runs %s", marker)
+	return ""
 }

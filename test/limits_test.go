@@ -58,9 +58,24 @@ func kernelProcessLimit(t *testing.T, s *session) bool {
 // own of the v1 hierarchy that has controller ctl.
 func commandCgroup(t *testing.T, s *session, ctl string) bool {
 	t.Helper()
-	o, _ := s.exec(map[string]any{"command": []string{"cat", "/proc/self/cgroup"}})
-	for _, l := range strings.Split(o.Stdout, "\n") {
+	o, _ := s.exec(map[string]any{"command": ownCgroupCmd})
+	return hasOwnCgroup(o.Stdout, ctl)
+}
+
+// ownCgroupCmd prints what tells a command's own cgroups: /proc/self/cgroup,
+// which names them by their host paths where the command has no view of its
+// own (no private root), and the hierarchies of its view, which holds its own
+// alone (syspaths.CgroupTree).
+var ownCgroupCmd = []string{"sh", "-c", "cat /proc/self/cgroup; ls -d /sys/fs/cgroup/*/ 2>/dev/null; true"}
+
+// hasOwnCgroup reports whether out, ownCgroupCmd's, shows a cgroup of the
+// command's own in the v1 hierarchy with controller ctl.
+func hasOwnCgroup(out, ctl string) bool {
+	for _, l := range strings.Split(out, "\n") {
 		if f := strings.SplitN(l, ":", 3); len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctl+",") && strings.Contains(f[2], "/autobox-") {
+			return true
+		}
+		if h, ok := strings.CutPrefix(l, "/sys/fs/cgroup/"); ok && strings.Contains(","+strings.TrimSuffix(h, "/")+",", ","+ctl+",") {
 			return true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // TestNoNamespacesKernelProcessLimit (issue 32, item 6): without namespaces
 // the kernel holds a command's processes too, not only the watchdog: a pids
 // cgroup where the server may make one (root on cgroup v1), else RLIMIT_NPROC
-// at the user's tasks plus maxProcesses plus a margin (jail/nprochost_linux.go),
+// at the user's tasks plus maxProcesses plus a margin (jail/launcher/nprochost_linux.go),
 // which the command sees in /proc/self/limits, soft and hard. The control:
 // forks under maxProcesses are refused nothing.
 func TestNoNamespacesKernelProcessLimit(t *testing.T) {

@@ -274,24 +274,48 @@ func TestDelegatedCgroupV1(t *testing.T) {
 	if err := os.Chown(home, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) string {
+	// runEnv runs the command line as the user in the subtree, with env.
+	runEnv := func(env []string, args ...string) string {
 		t.Helper()
 		script := `for d in "$@"; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec ` + bin + ` ` + strings.Join(args, " ")
 		cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, dirs...)...)
-		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"), "TMPDIR=" + home}
+		cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"), "TMPDIR=" + home}, env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}
+	run := func(args ...string) string { t.Helper(); return runEnv(nil, args...) }
 	doctor := run("doctor")
+	userNS := strings.Contains(doctor, "user-namespaces:")
 	if !strings.Contains(doctor, "memory cgroup     a hard kernel limit per command") || !strings.Contains(doctor, "process limit     kernel: a pids cgroup per command") {
 		t.Fatalf("doctor as uid %d in a delegated subtree:\n%s", uid, doctor)
 	}
-	out := run("exec", "--", "cat", "/proc/self/cgroup")
+	// Without namespaces the command names its cgroups by their host paths.
+	out := runEnv([]string{jail.NoNamespacesEnv + "=1"}, "exec", "--memory", "100", "--max-processes", "23", "--", "sh", "-c", "'cat /proc/self/cgroup; echo; for c in memory pids; do d=/sys/fs/cgroup/$c$(sed -n \"s/^[0-9]*:$c://p\" /proc/self/cgroup); cat $d/memory.limit_in_bytes $d/pids.max 2>/dev/null; for f in memory.limit_in_bytes pids.max; do [ -e $d/$f ] && { echo 100000000 > $d/$f && echo WROTE $c $f || echo refused $c $f; }; done; echo $$ > $d/../cgroup.procs && echo LEFT $c || echo refused $c move; done'")
 	for _, ctl := range []string{"memory", "pids"} {
 		if !strings.Contains(out, ":"+ctl+":/"+sub+"/autobox-p") {
 			t.Errorf("the command's %s cgroup is not one of its own below the delegated one:\n%s", ctl, out)
 		}
+	}
+	// In its user namespace (the user's default mode), a view of its own
+	// cgroups (syspaths.CgroupTree): the roots of /sys/fs/cgroup/memory and
+	// pids, with the call's limits; nothing of the delegated subtree.
+	view := run("exec", "--memory", "100", "--max-processes", "23", "--", "sh", "-c", "'cat /proc/self/cgroup; cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max; find /sys/fs/cgroup -mindepth 2 -type d | wc -l; echo 1 > /sys/fs/cgroup/pids/pids.max || echo write refused'")
+	t.Logf("the command's view in the user's own mode (user namespaces: %v):\n%s", userNS, view)
+	for _, want := range []string{":memory:/\n", ":pids:/\n", fmt.Sprintf("\n%d\n23\n0\n", 132<<20), "write refused"} {
+		if userNS && !strings.Contains(view, want) {
+			t.Errorf("the command's view of its cgroups in its user namespace lacks %q:\n%s", want, view)
+		}
+	}
+	// Its cgroups' files are the user's, as the commands are: Landlock alone
+	// keeps it from raising its limits or moving to the delegated parent.
+	for _, want := range []string{fmt.Sprintf("\n%d\n", 132<<20), "\n23\n", "refused memory memory.limit_in_bytes", "refused pids pids.max", "refused memory move", "refused pids move"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("without namespaces the command's own cgroups: no %q:\n%s", strings.TrimSpace(want), out)
+		}
+	}
+	if strings.Contains(out, "WROTE") || strings.Contains(out, "LEFT") {
+		t.Errorf("without namespaces the command wrote a cgroup file:\n%s", out)
 	}
 	// Positive control: the same user outside the subtree has none.
 	cmd := exec.Command(bin, "doctor")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +20,13 @@ func watchShell(t *testing.T, script string, l Limits, o Options) (Breach, polic
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = t.TempDir()
+	// A group of its own, ended whole once watched: a breach kills the shell, and
+	// its children must not outlive the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
 	return watchStarted(cmd, l, o)
 }
 
@@ -46,15 +51,16 @@ func TestWatchdogBreaches(t *testing.T) {
 	none := Limits{Written: -1}
 	// Each limit, passed, is found and named; a tree just under it is not. Each
 	// script lasts a second or more after what it measures: the watchdog polls,
-	// and a loaded machine may run no poll for a while.
-	b, u := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 2 & done; wait", Limits{Processes: 4, Written: -1}, Options{})
+	// and a loaded machine may run no poll for a while. A script meant to pass its
+	// limit lasts a minute, ended by the breach, so no load can outlast it.
+	b, u := watchShell(t, "for i in 1 2 3 4 5 6; do sleep 60 & done; wait", Limits{Processes: 4, Written: -1}, Options{})
 	if b.Kind != Processes || b.Value < 5 || b.Refused {
 		t.Errorf("7 processes past 4: %+v", b)
 	}
 	if b, u = watchShell(t, "for i in 1 2 3; do sleep 2 & done; wait", Limits{Processes: 4, Written: -1}, Options{}); b.Kind != 0 || u.Processes != 4 {
 		t.Errorf("4 processes at 4: %+v, usage %+v", b, u)
 	}
-	b, u = watchShell(t, "for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > f$i; sleep 0.05; done; sleep 1", Limits{Written: 10 << 20}, Options{})
+	b, u = watchShell(t, "for i in 1 2 3 4 5; do head -c 4000000 /dev/zero > f$i; sleep 0.05; done; sleep 60", Limits{Written: 10 << 20}, Options{})
 	if b.Kind != Disk || b.Value <= 10<<20 {
 		t.Errorf("20 MB past 10: %+v", b)
 	}
@@ -68,7 +74,7 @@ func TestWatchdogBreaches(t *testing.T) {
 		t.Errorf("a file of exactly the limit: %+v, usage %+v", b, u)
 	}
 	over := 8<<20 + WriteSlack(8<<20) + 1<<20
-	if b, _ = watchShell(t, fmt.Sprintf("head -c %d /dev/zero > f; sleep 1", over), Limits{Written: 8 << 20}, Options{}); b.Kind != Disk {
+	if b, _ = watchShell(t, fmt.Sprintf("head -c %d /dev/zero > f; sleep 60", over), Limits{Written: 8 << 20}, Options{}); b.Kind != Disk {
 		t.Errorf("1 MB past the limit and its slack: %+v", b)
 	}
 	b, _ = watchShell(t, "while :; do :; done", Limits{CPU: 200 * time.Millisecond, Written: -1}, Options{})
@@ -123,10 +129,12 @@ func TestWatchdogKernelRefusals(t *testing.T) {
 // and the polls back off so that they take at most a fifth of the time.
 func TestWatchdogBigTreeCost(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", "for i in $(seq 200); do sleep 20 & done; wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// The whole group: the sleeps must not outlive the test.
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	// Until the shell has started them all (a loaded machine is slow to).
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if measure(cmd.Process.Pid, how{writes: true}).tasks == 201 {
@@ -150,8 +158,10 @@ func TestWatchdogBigTreeCost(t *testing.T) {
 func TestWatchdogCeilingHeld(t *testing.T) {
 	k := &fakeKernel{}
 	k.refused.Store(-1)
-	// At the limit (the shell and 9 sleeps) for 2 s: ended.
-	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
+	// At the limit (the shell and 9 sleeps) until it is ended: the sleeps last far
+	// longer than CeilingHold, so that a loaded machine, slow to fork them, still
+	// holds the tree at its limit long enough (the breach kills it at once).
+	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 60 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
 	if b.Kind != Processes || !b.Held {
 		t.Errorf("held at its limit: %+v", b)
 	}
@@ -177,11 +187,11 @@ func (k *hostKernel) ForksRefused() int        { return -1 }
 // under it, not at all.
 func TestWatchdogHostNproc(t *testing.T) {
 	k := &hostKernel{}
-	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9 10 11; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
+	b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9 10 11; do sleep 60 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k})
 	if b.Kind != Processes || b.Held || b.Value <= 10 {
 		t.Errorf("past its limit: %+v", b)
 	}
-	if b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 2 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != Processes || !b.Held {
+	if b, _ := watchShell(t, "for i in 1 2 3 4 5 6 7 8 9; do sleep 60 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != Processes || !b.Held {
 		t.Errorf("held at its limit: %+v", b)
 	}
 	if b, _ := watchShell(t, "for i in 1 2 3; do sleep 1 & done; wait", Limits{Processes: 10, Written: -1}, Options{Kernel: k}); b.Kind != 0 {

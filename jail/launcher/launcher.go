@@ -1,17 +1,9 @@
-// Package launcher is the entry of autobox's child processes: the one table
-// of the roles the binary plays as `autobox worker ROLE` (jail's launcher and
-// its probes, and what the program adds with Register: the JS worker, the
-// proxy's connect helper, macOS's limits), and the rule that such a child's
-// main thread is never restricted (LockMainThread from an init function;
-// Main refuses to run a role without it). Only cmd/autobox and the test
-// binaries that play autobox import it.
 package launcher
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/autobox-dev/autobox/jail"
 	"github.com/autobox-dev/autobox/jail/restrict"
 )
 
@@ -19,13 +11,9 @@ import (
 // returns the process's exit code (or never returns).
 type Role func(args []string) int
 
-var roles = map[string]Role{}
-
-func init() {
-	for name, r := range jail.ChildRoles {
-		roles[name] = r
-	}
-}
+// roles starts with the launcher's own (childRoles: `worker exec` and the
+// probes the server runs in a child).
+var roles = childRoles()
 
 // Register adds a role to the table. It is called from an init function,
 // before Main; a name registered twice panics.

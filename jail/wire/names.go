@@ -1,5 +1,7 @@
 package wire
 
+import "syscall"
+
 // NoNamespacesEnv, set to 1 in the environment of the process that starts
 // launchers (and so in theirs), makes the jail use no namespaces even where it
 // could: no pid namespace, no private root, no read-only remount. The sandbox
@@ -11,6 +13,12 @@ const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
 // for its host allowlist (policy.Sandbox.PrivateNetwork): 127.0.0.1 and [::1].
 // The launcher listens on it; the server reserves it.
 const ProxyPort = 3128
+
+// CgroupPrefix starts the name of every cgroup a server makes, followed by its
+// pid, a dash and a uuid (autobox-p<pid>-<uuid>): the server sweeps a gone
+// owner's by it, and a launcher knows its tree's own cgroups by it (the view
+// it shows a command of them).
+const CgroupPrefix = "autobox-p"
 
 // TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
 // root shows at /tmp.
@@ -27,6 +35,9 @@ const (
 	// HostTasksEnv is the user's task count the last launcher found, for the
 	// next to start from.
 	HostTasksEnv = "AUTOBOX_HOST_TASKS"
+	// CommandUIDEnv is the uid and gid the launcher's command runs as, where
+	// it is not the launcher's own (a root server without namespaces).
+	CommandUIDEnv = "AUTOBOX_COMMAND_UID"
 )
 
 // FirstCgroupFD is the first of the cgroup task files a launcher gets.
@@ -43,3 +54,15 @@ const PortsPreamble = "AUTOBOX-PORTS "
 // quarter of maxProcesses (5 of 20) did not on a busy machine. The launcher
 // adds it to its limit; the server takes it off the limit for HostTasksEnv.
 const HostNprocMargin = 64
+
+// Signals are the signals a launcher sends its command's process group when
+// the server asks (MsgSignal, Tree.Signal): what a person at a terminal sends.
+var Signals = map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM, "SIGKILL": syscall.SIGKILL}
+
+// TerminalPath is where a session's terminal is bound in a private root.
+const TerminalPath = "/dev/console"
+
+// RedirectPort is where, inside its private network, a command's TCP
+// connections to addresses outside it arrive (the transparent path); the
+// launcher listens on it, the server reserves it.
+const RedirectPort = 3129

@@ -73,6 +73,11 @@ func main() {
 			c.Close()
 			fmt.Println("ok connected")
 		}
+	case "tcp-burst":
+		// tcp-burst IPV4 FIRST N: blocking connect(2) to ports FIRST.. in
+		// turn, each closed at once (what each met is not the point: a
+		// refusal may reset it before connect returns), then exit.
+		err = tcpBurst(a[0], atoi(a[1]), atoi(a[2]))
 	case "tcp-read":
 		// tcp-read HOST:PORT: connect (resolving a name itself) and print the first line
 		var c net.Conn
@@ -169,6 +174,14 @@ func main() {
 		entries, _ := os.ReadDir("/proc/self/fd")
 		var fds []string
 		for _, e := range entries {
+			// The probe's own are left out: its handle on this directory
+			// (closed by now: no link to read), and the Go runtime's cgroup
+			// files (since Go 1.25 it keeps its cgroup's CPU limit open to
+			// follow it with GOMAXPROCS, where it sees its cgroups).
+			to, err := os.Readlink("/proc/self/fd/" + e.Name())
+			if err != nil || strings.HasPrefix(to, "/sys/fs/cgroup/") {
+				continue
+			}
 			fds = append(fds, e.Name())
 		}
 		fmt.Println("fds", strings.Join(fds, ","))
@@ -379,5 +392,20 @@ func unixSelf(path string) error {
 	if string(b) != "own" {
 		return fmt.Errorf("read %q", b)
 	}
+	return nil
+}
+
+func tcpBurst(ip string, first, n int) error {
+	var addr [4]byte
+	copy(addr[:], net.ParseIP(ip).To4())
+	for port := first; port < first+n; port++ {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		_ = unix.Connect(fd, &unix.SockaddrInet4{Addr: addr, Port: port})
+		unix.Close(fd)
+	}
+	fmt.Printf("ok %d connects\n", n)
 	return nil
 }

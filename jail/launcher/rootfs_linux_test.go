@@ -1,0 +1,55 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/autobox-dev/autobox/jail/internal/confine"
+)
+
+// TestPrivateRootAbandon: a root whose building fails half-way is abandoned: the
+// thread goes back to the mount namespace it came from, with the host's files,
+// and the error says the caller may go on without a private root.
+func TestPrivateRootAbandon(t *testing.T) {
+	if !confine.HasCapSysAdmin() {
+		t.Skip("a private root needs CAP_SYS_ADMIN")
+	}
+	before, _ := os.Readlink("/proc/thread-self/ns/mnt")
+	type result struct {
+		inRoot, after string
+		hostVisible   bool
+		err           error
+	}
+	done := make(chan result)
+	go func() {
+		runtime.LockOSThread() // the thread is retired with this goroutine
+		var res result
+		r, err := enterPrivateRoot()
+		if err != nil {
+			res.err = err
+			done <- res
+			return
+		}
+		_, statErr := os.Stat("/etc/os-release")
+		res.inRoot = fmt.Sprint(statErr != nil)
+		res.err = r.abandon(errors.New("a bind failed"))
+		res.after, _ = os.Readlink("/proc/thread-self/ns/mnt")
+		_, statErr = os.Stat("/etc/os-release")
+		res.hostVisible = statErr == nil
+		done <- res
+	}()
+	res := <-done
+	if res.inRoot != "true" {
+		t.Errorf("the empty root showed /etc/os-release")
+	}
+	if !errors.Is(res.err, errRootSetup) || !strings.Contains(res.err.Error(), "a bind failed") {
+		t.Errorf("abandon: %v, want an errRootSetup saying why", res.err)
+	}
+	if res.after != before || !res.hostVisible {
+		t.Errorf("after abandon: namespace %s (was %s), host files visible %v", res.after, before, res.hostVisible)
+	}
+}
