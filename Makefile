@@ -36,15 +36,41 @@ PREFIX  ?= $(HOME)/.local
 # of libstdc++ and libc); it also runs on any Linux, whatever its libraries. The
 # netgo and osusergo tags keep Go's own DNS and user lookups (glibc's need shared
 # NSS libraries). Where static libraries are missing, a dynamic binary is built.
-STATIC  := -tags netgo,osusergo -ldflags '$(LDFLAGS) -extldflags=-static'
+STATIC  := -tags netgo,osusergo # with -extldflags=-static in its -ldflags
+
+# On Linux the small launcher (./cmd/autobox-launcher: jail's child roles alone,
+# pure Go as nothing they run needs cgo, no symbol table) is built first and
+# appended to the binary with a 32-byte trailer (AUTOBOX-LAUNCHER and its length);
+# the binary is linked with its build ID and starts its launchers from it, and
+# from itself when it carries none (see internal/launcherbin). One file still.
+LAUNCHER := bin/.parts/autobox-launcher
+LAUNCHER_ID = -X github.com/autobox-dev/autobox/internal/launcherbin.buildID=$$lid
+ifeq ($(shell uname -s),Linux)
+MAIN     := bin/.parts/autobox
+else
+MAIN     := $(BIN)
+endif
 
 # Its messages go to stderr, so that `make run` keeps stdout for MCP.
 build:
 	$(NEED_GO)
+	@mkdir -p bin/.parts
+ifeq ($(MAIN),$(BIN))
 	@echo "go build (static) -o $(BIN) ./cmd/autobox" >&2
-	@$(GO) build $(STATIC) -o $(BIN) ./cmd/autobox >&2 || { \
+	@$(GO) build $(STATIC) -ldflags '$(LDFLAGS) -extldflags=-static' -o $(MAIN) ./cmd/autobox >&2 || { \
 		echo "static link failed (are libc.a and libstdc++.a installed?); building a dynamically linked binary" >&2; \
-		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/autobox >&2; }
+		$(GO) build -ldflags '$(LDFLAGS)' -o $(MAIN) ./cmd/autobox >&2; }
+else
+	@echo "go build (static) -o $(BIN) ./cmd/autobox, with the small launcher ./cmd/autobox-launcher" >&2
+	@CGO_ENABLED=0 $(GO) build -tags netgo,osusergo -ldflags '-s -w' -o $(LAUNCHER) ./cmd/autobox-launcher >&2
+	@lid=$$($(GO) tool buildid $(LAUNCHER)) && { \
+	$(GO) build $(STATIC) -ldflags "$(LDFLAGS) $(LAUNCHER_ID) -extldflags=-static" -o $(MAIN) ./cmd/autobox >&2 || { \
+		echo "static link failed (are libc.a and libstdc++.a installed?); building a dynamically linked binary" >&2; \
+		$(GO) build -ldflags "$(LDFLAGS) $(LAUNCHER_ID)" -o $(MAIN) ./cmd/autobox >&2; }; }
+	@cat $(MAIN) $(LAUNCHER) > $(BIN).tmp && \
+		printf 'AUTOBOX-LAUNCHER%016d' $$(($$(wc -c < $(LAUNCHER)))) >> $(BIN).tmp && \
+		chmod 0755 $(BIN).tmp && mv -f $(BIN).tmp $(BIN)
+endif
 
 # stdout is the MCP server's alone; the banner goes to stderr.
 run: build

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -37,7 +38,8 @@ var transparentProbe = sync.OnceValue(func() error {
 		userNSAttr(sys)
 		env = append(env, wire.UserNSEnv+"=1")
 	}
-	cmd := exec.Command(exe, "worker", wire.RoleTransparentProbe)
+	cmd := exec.Command(launcherbin.Path(exe), "worker", wire.RoleTransparentProbe)
+	cmd.Args[0] = exe
 	cmd.Env = env
 	cmd.SysProcAttr = sys
 	return runProbe(cmd)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
 
@@ -49,12 +50,17 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		}
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
-	var pid int
-	var err error
-	if t.userns {
-		pid, err = forkUserNSLauncher(exe, []string{exe, "worker", wire.RoleExec}, env, files, sys.Pdeathsig)
-	} else {
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", wire.RoleExec}, attr)
+	path := launcherbin.Path(exe) // exe's small launcher, where it carries one
+	start := func() (int, error) {
+		if t.userns {
+			return forkUserNSLauncher(path, []string{exe, "worker", wire.RoleExec}, env, files, sys.Pdeathsig)
+		}
+		return syscall.ForkExec(path, []string{exe, "worker", wire.RoleExec}, attr)
+	}
+	pid, err := start()
+	if err != nil && launcherbin.Retry(path, exe, err) {
+		path = exe
+		pid, err = start()
 	}
 	if err != nil && t.pidns && mode == nsRoot && pidNamespaceRefused(err) {
 		// A host (a container) that refuses pid namespaces to root: without.
@@ -64,7 +70,7 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		if uid, _, drop := CommandCredential(); drop {
 			attr.Env = append(attr.Env[:len(attr.Env):len(attr.Env)], wire.CommandUIDEnv+"="+strconv.Itoa(uid))
 		}
-		pid, err = syscall.ForkExec(exe, []string{exe, "worker", wire.RoleExec}, attr)
+		pid, err = syscall.ForkExec(path, []string{exe, "worker", wire.RoleExec}, attr)
 	}
 	switch {
 	case err != nil && t.pidns && transientForkError(err):

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/jail/internal/confine"
 	"github.com/autobox-dev/autobox/jail/wire"
 )
@@ -188,7 +189,14 @@ func probeUserNamespaces(exe string) error {
 		// Pdeathsig is the forking thread's: locked until the probe is
 		// reaped, and never unlocked, so that the thread ends with it.
 		runtime.LockOSThread()
-		pid, err := forkUserNSLauncher(exe, []string{exe, "worker", wire.RoleUserNSProbe}, []string{wire.UserNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
+		start := func(path string) (int, error) {
+			return forkUserNSLauncher(path, []string{exe, "worker", wire.RoleUserNSProbe}, []string{wire.UserNSEnv + "=1"}, []uintptr{null.Fd(), w.Fd(), w.Fd()}, syscall.SIGKILL)
+		}
+		path := launcherbin.Path(exe) // exe's small launcher, where it carries one
+		pid, err := start(path)
+		if err != nil && launcherbin.Retry(path, exe, err) {
+			pid, err = start(exe)
+		}
 		w.Close()
 		if err != nil {
 			done <- ended{err: err}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/autobox-dev/autobox/internal/pace"
@@ -15,13 +16,18 @@ import (
 	"github.com/autobox-dev/autobox/jail"
 )
 
-// scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR).
+// scratchDirs hands out per-call scratch directories (a command's HOME and TMPDIR),
+// on a tmpfs where that is safe (scratchtmpfs.go), else in the temp dir.
 // Making and removing a directory costs a journal write on most disks, so both
 // happen shortly after a call (pace.AfterCall), when the result has gone out: the next
 // directory is made then, and the used one removed. Close waits for both.
 type scratchDirs struct {
 	ready chan string
 	wg    sync.WaitGroup
+	// parent is this process's private dir on a tmpfs, made on the first
+	// call; "" for none. asked: parent was called.
+	parent func() string
+	asked  atomic.Bool
 
 	mu     sync.Mutex
 	closed bool // a call that outlived close removes its dir at once, makes none
@@ -34,6 +40,11 @@ const scratchAhead = 2
 // dirs of autobox processes that are gone (killed before they could).
 func newScratchDirs() *scratchDirs {
 	d := &scratchDirs{ready: make(chan string, scratchAhead)}
+	d.parent = sync.OnceValue(func() string {
+		d.asked.Store(true)
+		dir, _ := tmpfsScratchParent() // else the temp dir, as always
+		return dir
+	})
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -46,9 +57,19 @@ func newScratchDirs() *scratchDirs {
 // autobox-scratch-<pid>-<random>.
 func scratchPrefix() string { return fmt.Sprintf("autobox-scratch-%d-", os.Getpid()) }
 
-// sweepScratch removes the scratch dirs whose maker is no longer running.
+// sweepScratch removes the scratch dirs whose maker is no longer running: in the
+// temp dir, and the private dirs on a tmpfs that are this user's (with the
+// scratch dirs in them).
 func sweepScratch() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "autobox-scratch-*-*"))
+	for _, base := range tmpfsBases() {
+		on, _ := filepath.Glob(filepath.Join(base, "autobox-scratch-*-*"))
+		for _, dir := range on {
+			if ownDir(dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+	}
 	for _, dir := range dirs {
 		owner, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), "autobox-scratch-"), "-")
 		pid, err := strconv.Atoi(owner)
@@ -63,7 +84,7 @@ func (d *scratchDirs) refill() {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		dir, err := makeScratch()
+		dir, err := d.make()
 		if err != nil {
 			return // take makes its own and reports the error
 		}
@@ -82,6 +103,17 @@ func (d *scratchDirs) take() (string, error) {
 		return dir, nil
 	default:
 	}
+	return d.make()
+}
+
+// make makes a scratch dir in the private dir on a tmpfs while that keeps its
+// free space (a call's files go with it), else in the temp dir.
+func (d *scratchDirs) make() (string, error) {
+	if parent := d.parent(); parent != "" && tmpfsRoom(parent) {
+		if dir, err := os.MkdirTemp(parent, "call-"); err == nil {
+			return dir, nil // canonical: so is parent
+		}
+	}
 	return makeScratch()
 }
 
@@ -91,6 +123,7 @@ func (d *scratchDirs) release(dir string) {
 	defer d.mu.Unlock()
 	if d.closed {
 		removeScratch(dir)
+		d.removeParent()
 		return
 	}
 	d.wg.Add(1)
@@ -127,7 +160,19 @@ func (d *scratchDirs) close() {
 			continue
 		default:
 		}
+		d.removeParent()
 		return
+	}
+}
+
+// removeParent removes the private dir on a tmpfs once it is empty (a call
+// that outlives close removes it after its own).
+func (d *scratchDirs) removeParent() {
+	if !d.asked.Load() {
+		return
+	}
+	if parent := d.parent(); parent != "" {
+		_ = os.Remove(parent)
 	}
 }
 

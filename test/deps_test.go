@@ -15,11 +15,11 @@ import (
 // nor the transport or the command line; enforcement and storage never import
 // the server; jail/restrict imports nothing of ours but jail/seccomp, and the JS
 // worker imports no part of the jail but it; jail/launcher is imported by
-// cmd/autobox alone (jail, the server's side, never imports it), and nothing
-// it needs, directly or not, is the server's (TestLauncherImportsNoServer);
-// jail/wire, the format jail and its launcher share, imports nothing of ours but
-// policy and internal helpers; the rooms both sides share (jail/internal/...)
-// import neither side.
+// cmd/autobox and cmd/autobox-launcher alone (jail, the server's side, never
+// imports it), and nothing it needs, directly or not, is the server's
+// (TestLauncherImportsNoServer); jail/wire, the format jail and its launcher
+// share, imports nothing of ours but policy and internal helpers; the rooms
+// both sides share (jail/internal/...) import neither side.
 func TestImportDirection(t *testing.T) {
 	out := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/autobox-dev/autobox/...")
 	const mod = "github.com/autobox-dev/autobox/"
@@ -31,9 +31,9 @@ func TestImportDirection(t *testing.T) {
 		mod + "test/probe":  {},
 		mod + "proxy":       {mod + "supervisor", mod + "jspool", mod + "task", mod + "cmd/autobox"},
 		mod + "cmd/autobox": {},
-		// The child side's entry, and what the speed issue's small launcher
-		// binary is built from: only the program (and tests that play it).
-		mod + "jail/launcher": {mod + "cmd/autobox"},
+		// The child side's entry, and what the small launcher binary is built
+		// from: only the two programs (and tests that play them).
+		mod + "jail/launcher": {mod + "cmd/autobox", mod + "cmd/autobox-launcher"},
 	}
 	// serverSide are the packages of the server and its callers, which the JS
 	// worker pool serves and must not reach back into.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/autobox-dev/autobox/cli"
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/jail/launcher"
 	"github.com/autobox-dev/autobox/mcpstdio"
 	"github.com/autobox-dev/autobox/proxy"
@@ -155,6 +156,7 @@ func serve(args []string) int {
 	}
 	opts := f.Options
 	opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	launcherbin.SetLog(func(msg string) { opts.Log.Info(msg) }) // which launcher, once
 	s, err := supervisor.New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
