@@ -165,7 +165,7 @@ func serve(args []string) int {
 	defer s.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go reportOnSIGUSR1()
+	reportOnSIGUSR1()
 	err = s.Serve(ctx, &mcpstdio.Transport{In: os.Stdin, Out: os.Stdout, Name: "autobox"})
 	if err != nil && err != io.EOF && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "autobox: %v\n", err)
@@ -175,11 +175,15 @@ func serve(args []string) int {
 }
 
 // reportOnSIGUSR1 writes the server's goroutine count to stderr on SIGUSR1: the leak
-// tests compare it before and after many calls.
+// tests compare it before and after many calls. It asks for the signal before it
+// returns, so before the server answers its first request (a signal sent earlier
+// than that, by a client that got an answer, would be lost).
 func reportOnSIGUSR1() {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGUSR1)
-	for range c {
-		fmt.Fprintf(os.Stderr, "autobox: goroutines=%d\n", runtime.NumGoroutine())
-	}
+	go func() {
+		for range c {
+			fmt.Fprintf(os.Stderr, "autobox: goroutines=%d\n", runtime.NumGoroutine())
+		}
+	}()
 }
