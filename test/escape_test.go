@@ -133,8 +133,11 @@ func eachCLIMode(t *testing.T, f func(t *testing.T, h *cliHome, m serverMode)) {
 // report a memory kill, and nothing is left.
 func TestEscapeOOM(t *testing.T) {
 	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
-		script := `setsid sleep 70320 & for i in $(seq 60); do /mnt/tools/probe hog 6 & done; wait`
-		o, isErr := s.exec(map[string]any{"command": bash(script), "memoryMb": 256, "timeoutMs": 10000, "mounts": []map[string]any{toolsMount()}})
+		// Each child holds its memory for a minute: however slowly a loaded
+		// machine starts them, they are all alive at once (past the limit)
+		// before the first lets go.
+		script := `setsid sleep 70320 & for i in $(seq 60); do /mnt/tools/probe hog 6 60 & done; wait`
+		o, isErr := s.exec(map[string]any{"command": bash(script), "memoryMb": 256, "timeoutMs": 90000, "mounts": []map[string]any{toolsMount()}})
 		if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
 			t.Errorf("want a memory kill, got %+v (tool error %v)", o, isErr)
 		}

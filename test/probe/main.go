@@ -197,7 +197,14 @@ func main() {
 			keep = append(keep, b)
 		}
 		fmt.Println("ok allocated", len(keep), "MB")
-		time.Sleep(5 * time.Second)
+		hold := 5 * time.Second // hog MB [seconds held]
+		if len(a) > 1 {
+			if n, err := strconv.Atoi(a[1]); err == nil {
+				hold = time.Duration(n) * time.Second
+			}
+		}
+		time.Sleep(hold)
+		runtime.KeepAlive(keep)
 		return
 	case "sockfill":
 		err = sockFill()
