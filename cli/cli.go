@@ -103,8 +103,20 @@ type env struct {
 // Workers skip their warm-up call: a command line's calls arrive as soon as the
 // workers exist, so warming would only add its CPU time to theirs.
 func (e *env) server(poolSize int) (*supervisor.Server, error) {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	s, err := supervisor.New(supervisor.Options{PoolSize: poolSize, Throughput: true, Log: log})
+	return e.serverWith(supervisor.Options{PoolSize: poolSize})
+}
+
+// oneCommandServer is server for a process that runs one command and no
+// execute_js: no JS worker, and no launcher started but the command's own
+// (a pool's spares would be started only to be ended unused).
+func (e *env) oneCommandServer() (*supervisor.Server, error) {
+	return e.serverWith(supervisor.Options{PoolSize: -1, Launchers: -1})
+}
+
+func (e *env) serverWith(opts supervisor.Options) (*supervisor.Server, error) {
+	opts.Throughput = true
+	opts.Log = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	s, err := supervisor.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting autobox: %w", err)
 	}

@@ -104,7 +104,7 @@ func (e *env) exec(args []string) int {
 		// The session is the session server's: the call runs there too.
 		return e.execBesideSessions(in, l.json)
 	}
-	s, err := e.server(-1) // no JS worker to warm
+	s, err := e.oneCommandServer()
 	if err != nil {
 		return e.fail("exec", err)
 	}

@@ -15,8 +15,9 @@ var _ isolationTree = (*seatbelt.Tree)(nil)
 type seatbeltRunner struct{ unsafe bool }
 
 // NewRunner returns the runner of exe (the autobox binary); unsafe: the server
-// runs commands without the sandbox where the host cannot enforce it.
-func NewRunner(exe string, unsafe bool) Runner { return &seatbeltRunner{unsafe: unsafe} }
+// runs commands without the sandbox where the host cannot enforce it. Commands
+// start no launcher here, so none is kept ready (launchers).
+func NewRunner(exe string, unsafe bool, launchers int) Runner { return &seatbeltRunner{unsafe: unsafe} }
 
 func (r *seatbeltRunner) Close() {}
 

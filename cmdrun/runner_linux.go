@@ -29,20 +29,22 @@ var (
 // Launchers are kept warm in a pool, made on the first command so a server
 // that never runs commands never pays for idle launchers.
 type jailRunner struct {
-	exe    string
-	unsafe bool
-	mu     sync.Mutex // guards pool and closed: a call may arrive as the server closes
-	pool   *jail.Pool // made on the first command
-	closed bool
+	exe       string
+	unsafe    bool
+	launchers int        // kept ready (see NewRunner)
+	mu        sync.Mutex // guards pool and closed: a call may arrive as the server closes
+	pool      *jail.Pool // made on the first command
+	closed    bool
 }
-
-// launcherPool is how many launchers wait for commands.
-const launcherPool = 2
 
 // NewRunner returns the runner of exe (the autobox binary), whose launchers
 // run its commands; unsafe: the server runs commands without the sandbox where
-// the host cannot enforce it (--unsafe-no-sandbox).
-func NewRunner(exe string, unsafe bool) Runner { return &jailRunner{exe: exe, unsafe: unsafe} }
+// the host cannot enforce it (--unsafe-no-sandbox). launchers is how many
+// launchers wait for commands once the first has come: 0 keeps none, each
+// command starts its own (for a process that runs one).
+func NewRunner(exe string, unsafe bool, launchers int) Runner {
+	return &jailRunner{exe: exe, unsafe: unsafe, launchers: launchers}
+}
 
 // Close closes the launcher pool; a command that comes after is refused, and
 // makes no pool that nobody would close.
@@ -103,7 +105,7 @@ func (r *jailRunner) ready(c *policy.Command) (*jail.Pool, error) {
 			// view is mounted while the launcher waits.
 			syspaths.OwnCgroups(base)
 		}
-		r.pool = jail.NewPool(r.exe, launcherPool, base)
+		r.pool = jail.NewPool(r.exe, r.launchers, base)
 	}
 	return r.pool, nil
 }

@@ -14,7 +14,7 @@ import (
 // and makes no launcher pool that nobody would close; before close, the same
 // command gets its pool.
 func TestJailRunnerClosedRefuses(t *testing.T) {
-	r := NewRunner("/nonexistent/autobox", true).(*jailRunner) // no launcher starts
+	r := NewRunner("/nonexistent/autobox", true, 2).(*jailRunner) // no launcher starts
 	c := &policy.Command{Unsafe: true}
 	pool, err := r.ready(c)
 	if err != nil || pool == nil {

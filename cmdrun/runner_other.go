@@ -13,7 +13,7 @@ type refusingRunner struct{}
 
 // NewRunner returns a runner that refuses every command: there is no OS
 // sandbox here.
-func NewRunner(exe string, unsafe bool) Runner { return refusingRunner{} }
+func NewRunner(exe string, unsafe bool, launchers int) Runner { return refusingRunner{} }
 
 func (refusingRunner) Close() {}
 

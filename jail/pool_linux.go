@@ -21,6 +21,7 @@ import (
 // parent). Safe for concurrent use.
 type Pool struct {
 	exe     string
+	size    int             // launchers kept ready (0: none, each Start spawns its own)
 	base    *policy.Sandbox // what idle launchers prepare for (nil: nothing)
 	emptied chan struct{}   // a call took the last ready launcher
 	calls   *pace.Calls     // spaced-out calls get their replacement after the answer
@@ -34,15 +35,18 @@ type Pool struct {
 	closed bool
 }
 
-// NewPool keeps size launchers of exe ready (size < 1 is taken as 1). If base
-// is not nil, idle launchers build what they can of a sandbox that extends it
-// (see prepared): a spec's Sandbox extends base when it has base's network and
-// exec rights and every path of base, with the same rights.
+// NewPool keeps size launchers of exe ready. If base is not nil, idle
+// launchers build what they can of a sandbox that extends it (see prepared): a
+// spec's Sandbox extends base when it has base's network and exec rights and
+// every path of base, with the same rights. Size 0 keeps none: each Start
+// spawns the launcher of its call and nothing is started ahead or after (for a
+// process that runs one command, such as `autobox exec`, where idle launchers
+// would be started only to be ended unused).
 func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
-	if size < 1 {
-		size = 1
+	if size < 0 {
+		size = 0
 	}
-	p := &Pool{exe: exe, base: base, ready: make(chan *Tree, size), emptied: make(chan struct{}, size), calls: pace.NewCalls()}
+	p := &Pool{exe: exe, size: size, base: base, ready: make(chan *Tree, max(size, 1)), emptied: make(chan struct{}, max(size, 1)), calls: pace.NewCalls()}
 	p.memory.Store(-1)
 	for i := 0; i < size; i++ {
 		p.refill()
@@ -65,8 +69,12 @@ func (p *Pool) goTracked(f func()) {
 	}()
 }
 
-// refill starts one launcher in the background and parks it in ready.
+// refill starts one launcher in the background and parks it in ready (none
+// in a pool of size 0).
 func (p *Pool) refill() {
+	if p.size == 0 {
+		return
+	}
 	p.goTracked(func() {
 		t, err := p.spawn()
 		if err != nil {

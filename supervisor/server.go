@@ -38,6 +38,10 @@ type Options struct {
 	// PoolSize is the number of warm JS workers kept ready; 0 means 2, negative means
 	// none (each execute_js call starts its own worker: for one-shot command lines).
 	PoolSize int
+	// Launchers is the number of command launchers kept ready once a command has
+	// come; 0 means 2, negative means none (each command starts its own launcher
+	// and nothing is started ahead: for a command line that runs one command).
+	Launchers int
 	// Exe is the autobox binary used for workers and sandboxed commands; "" means
 	// os.Executable().
 	Exe string
@@ -145,17 +149,10 @@ func New(opts Options) (*Server, error) {
 	life, endLife := context.WithCancel(context.Background())
 	s.endLife = endLife
 	s.rounds = newRoundTrips(life, s.askTimeout())
-	size := opts.PoolSize
-	switch {
-	case size == 0:
-		size = 2
-	case size < 0:
-		size = 0
-	}
-	if s.pool, err = jspool.New(jspool.Options{Exe: exe, Size: size, Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log}); err != nil {
+	if s.pool, err = jspool.New(jspool.Options{Exe: exe, Size: kept(opts.PoolSize), Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log}); err != nil {
 		return nil, err
 	}
-	s.runner = cmdrun.NewRunner(exe, opts.Unsafe)
+	s.runner = cmdrun.NewRunner(exe, opts.Unsafe, kept(opts.Launchers))
 	s.scratch = newScratchDirs()
 	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
@@ -165,6 +162,18 @@ func New(opts Options) (*Server, error) {
 		s.log.Warn("a benchmark build (autobox_bench_nolimits): maxProcesses, maxWriteMb and cpuMs are NOT enforced")
 	}
 	return s, nil
+}
+
+// kept is how many processes a pool keeps ready for the PoolSize or Launchers
+// of Options: 0 means 2, negative none.
+func kept(n int) int {
+	switch {
+	case n == 0:
+		return 2
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // Close ends every running command tree and worker, waits (briefly) for in-flight

@@ -1,7 +1,10 @@
 package etcsecrets
 
 import (
+	"errors"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,5 +102,77 @@ func TestRescan(t *testing.T) {
 	}
 	if want := []string{pub, filepath.Join(root, "shadow")}; !slices.Equal(got, want) {
 		t.Errorf("after the changes: %v, want %v", got, want)
+	}
+}
+
+// TestScanAgreesWithWalk: the scanner's walk by descriptors finds what a
+// plain walk by paths finds (each entry's mode by lstat, each name against
+// every pattern of List), on this host's /etc and on a tree of odd cases.
+func TestScanAgreesWithWalk(t *testing.T) {
+	plain := func(root string) []string {
+		hidden := []string{}
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if p == root {
+				return nil
+			}
+			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					hidden = append(hidden, p)
+				}
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			for _, pat := range List {
+				if ok, _ := path.Match(pat, rel); ok {
+					hidden = append(hidden, p)
+					if d.IsDir() {
+						return fs.SkipDir
+					}
+					return nil
+				}
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			m := info.Mode()
+			if m.IsDir() && m.Perm()&0o005 != 0o005 || !m.IsDir() && m.Perm()&0o004 == 0 {
+				hidden = append(hidden, p)
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
+		slices.Sort(hidden)
+		return hidden
+	}
+	odd := t.TempDir()
+	for _, d := range []string{"a/b/c", "ssh", "sudoers.d", "x/ssh", "locked"} {
+		if err := os.MkdirAll(filepath.Join(odd, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, mode := range map[string]os.FileMode{"a/b/c/deep.key": 0o600, "a/b/pub": 0o644, "ssh/ssh_host_ed25519_key": 0o644,
+		"ssh/moduli": 0o644, "x/ssh/ssh_host_rsa_key": 0o644, "x/shadow": 0o644, "sudoers.d/rule": 0o644, "locked/in": 0o644} {
+		if err := os.WriteFile(filepath.Join(odd, f), nil, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(odd, "locked"), 0o700)
+	os.Symlink("a", filepath.Join(odd, "link-to-dir"))
+	os.Symlink("/etc/shadow", filepath.Join(odd, "link-to-secret"))
+	for _, root := range []string{"/etc", odd} {
+		if _, err := os.Stat(root); err != nil {
+			t.Logf("%s: %v", root, err)
+			continue
+		}
+		got, want := New(root).Hidden(), plain(root)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the scanner hides %d paths, a plain walk %d:\nscanner %v\nwalk    %v", root, len(got), len(want), got, want)
+		}
 	}
 }
