@@ -135,12 +135,11 @@ func makeMemfd() (string, error) {
 			mem.Close()
 		}
 	}()
-	// The copy stays in the kernel (copy_file_range, splice or sendfile):
-	// mapping the payload to write it would fault in each of its pages.
-	if _, err := self.Seek(off, io.SeekStart); err != nil {
-		return "", fmt.Errorf("reading the small launcher: %w", err)
-	}
-	if c, err := io.Copy(mem, io.LimitReader(self, n)); err != nil || c != n {
+	// The copy stays in the kernel (sendfile: copy_file_range refuses a copy
+	// from the binary's filesystem to a memfd's, and io.Copy then reads and
+	// writes it in 32 KB pieces): mapping the payload to write it would fault
+	// in each of its pages.
+	if c, err := sendAll(high, int(self.Fd()), off, n); err != nil {
 		return "", fmt.Errorf("copying the small launcher to its memfd: %d of %d bytes: %v", c, n, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(high), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
@@ -160,6 +159,25 @@ func makeMemfd() (string, error) {
 	keep = true
 	memfd = mem // open for the life of the process: no finalizer may close it
 	return path, nil
+}
+
+// sendAll copies n bytes of in from off to out's position with sendfile.
+func sendAll(out, in int, off, n int64) (int64, error) {
+	done := int64(0)
+	for done < n {
+		c, err := unix.Sendfile(out, in, &off, int(min(n-done, 1<<30)))
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		if c == 0 {
+			return done, io.ErrUnexpectedEOF
+		}
+		done += int64(c)
+	}
+	return done, nil
 }
 
 // memfd holds the small launcher's memfd once made.
