@@ -81,6 +81,11 @@ type Pool struct {
 	mu      sync.Mutex
 	live    map[*jsWorker]bool
 	pending int // spawns requested for the warm set, not yet ready
+	waiting int // calls in get waiting for one of them
+	starts  int // workers started, all told
+	// settled is closed, and replaced, each time a pending spawn ends (ready,
+	// failed or cut short by Close): a call waiting for one looks again.
+	settled chan struct{}
 	closed  bool
 }
 
@@ -99,10 +104,11 @@ func newPool(jail *workerJail, size int, throughput bool, log *slog.Logger) (*Po
 	}
 	p := &Pool{
 		jail: jail, env: workerEnv(), devnull: devnull, life: life, lifeW: lifeW, size: size, throughput: throughput, log: log,
-		calls: pace.NewCalls(),
-		ready: make(chan *jsWorker, max(size, 1)),
-		stop:  make(chan struct{}),
-		live:  map[*jsWorker]bool{},
+		calls:   pace.NewCalls(),
+		ready:   make(chan *jsWorker, max(size, 1)),
+		stop:    make(chan struct{}),
+		live:    map[*jsWorker]bool{},
+		settled: make(chan struct{}),
 	}
 	// Once now, so that a host where the restriction fails says so at start-up.
 	if _, err := p.onOwnThread(func() (*jsWorker, error) { return nil, nil }); err != nil {
@@ -125,41 +131,80 @@ func (p *Pool) refill() {
 
 func (p *Pool) warmOne() {
 	w, err := p.spawnReady(context.Background())
+	if err == nil {
+		// Into ready before pending counts it no more, so that a call waiting
+		// for it finds it when it looks again (see get).
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		delivered := false
+		if !closed {
+			select {
+			case p.ready <- w:
+				delivered = true
+			default:
+			}
+		}
+		if !delivered {
+			w.kill()
+		}
+	}
 	p.mu.Lock()
 	p.pending--
+	close(p.settled)
+	p.settled = make(chan struct{})
 	closed := p.closed
 	p.mu.Unlock()
-	if err != nil {
-		if !closed {
-			p.log.Warn("JS worker failed to start", "err", err)
-			time.Sleep(200 * time.Millisecond) // do not spin on a broken host
-		}
-		return
-	}
-	if closed {
-		w.kill()
-		return
-	}
-	select {
-	case p.ready <- w:
-	default:
-		w.kill()
+	if err != nil && !closed {
+		p.log.Warn("JS worker failed to start", "err", err)
+		time.Sleep(200 * time.Millisecond) // do not spin on a broken host
 	}
 }
 
-// get returns a warm worker, or starts one if none is ready. The caller owns it and
-// calls done when its call is over: starting the replacement during the call would
-// take the CPU the call needs.
+// get returns a warm worker. If none is ready but one is starting that no other
+// call waits for, it waits for that one: it is further on than a start of the
+// call's own would be, and such a start would slow those on their way (calls
+// back to back, more than the pool holds, each waited for a start of its own
+// beside the pool's refills). Else it starts one. The caller owns the worker
+// and calls done when its call is over: starting the replacement during the
+// call would take the CPU the call needs.
 func (p *Pool) get(ctx context.Context) (*jsWorker, error) {
 	spaced := p.calls.Spaced()
-	select {
-	case w := <-p.ready:
-		w.spaced = spaced
-		if len(p.ready) == 0 && p.delayed.Load() > 0 {
-			p.refill() // the pool ran dry while a replacement waits: start it now
+	for {
+		select {
+		case w := <-p.ready:
+			w.spaced = spaced
+			if len(p.ready) == 0 && p.delayed.Load() > 0 {
+				p.refill() // the pool ran dry while a replacement waits: start it now
+			}
+			return w, nil
+		default:
 		}
-		return w, nil
-	default:
+		p.mu.Lock()
+		if p.closed || p.waiting >= p.pending {
+			p.mu.Unlock()
+			break
+		}
+		p.waiting++
+		settled := p.settled
+		p.mu.Unlock()
+		var w *jsWorker
+		select {
+		case w = <-p.ready:
+		case <-settled:
+		case <-p.stop:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+		if w != nil {
+			w.spaced = spaced
+			return w, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 	}
 	w, err := p.spawnReady(ctx)
 	if err != nil && ctx.Err() == nil {

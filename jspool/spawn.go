@@ -59,6 +59,7 @@ func (p *Pool) spawn() (*jsWorker, error) {
 	closed := p.closed
 	if !closed {
 		p.wg.Add(1)
+		p.starts++
 	}
 	p.mu.Unlock()
 	if closed {

@@ -29,6 +29,7 @@ type Stats struct {
 	P50  float64 `json:"p50Ms"`
 	P90  float64 `json:"p90Ms"`
 	P99  float64 `json:"p99Ms"`
+	Mean float64 `json:"meanMs"`
 	Note string  `json:"note,omitempty"`
 }
 
@@ -45,7 +46,12 @@ func stats(name string, d []time.Duration, note string) Stats {
 		i := int(float64(len(d)-1) * p)
 		return float64(d[i].Microseconds()) / 1000
 	}
-	return Stats{Name: name, N: len(d), P50: pct(0.5), P90: pct(0.9), P99: pct(0.99), Note: note}
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	mean := float64(sum.Microseconds()) / 1000 / float64(max(len(d), 1))
+	return Stats{Name: name, N: len(d), P50: pct(0.5), P90: pct(0.9), P99: pct(0.99), Mean: mean, Note: note}
 }
 
 func main() {
@@ -73,9 +79,9 @@ func main() {
 		}
 	}
 
-	fmt.Printf("%-44s %6s %9s %9s %9s\n", "case", "n", "p50 ms", "p90 ms", "p99 ms")
+	fmt.Printf("%-44s %6s %9s %9s %9s %9s\n", "case", "n", "p50 ms", "p90 ms", "p99 ms", "mean ms")
 	for _, c := range rep.Cases {
-		fmt.Printf("%-44s %6d %9.3f %9.3f %9.3f  %s\n", c.Name, c.N, c.P50, c.P90, c.P99, c.Note)
+		fmt.Printf("%-44s %6d %9.3f %9.3f %9.3f %9.3f  %s\n", c.Name, c.N, c.P50, c.P90, c.P99, c.Mean, c.Note)
 	}
 	keys := make([]string, 0, len(rep.Numbers))
 	for k := range rep.Numbers {
