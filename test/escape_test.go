@@ -69,7 +69,9 @@ func processesNamed(argv ...string) []int {
 
 // wantNoSurvivor fails if a process with command line argv is alive after the
 // call has returned (no grace: the call returns once its tree is gone), and
-// kills it so that it does not disturb other tests.
+// kills it so that it does not disturb other tests. argv should hold a marker
+// of this run alone (uniqueSeconds): a run of the suite beside this one runs
+// the same commands.
 func wantNoSurvivor(t *testing.T, what string, argv ...string) {
 	t.Helper()
 	for _, pid := range processesNamed(argv...) {
@@ -86,7 +88,7 @@ func TestEscapeKillLauncher(t *testing.T) {
 	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
 		mounts := []map[string]any{toolsMount()}
 		for i, attack := range []string{"kill -9 $PPID", "kill -STOP $PPID", "/mnt/tools/probe attack-pid pidfd $PPID", "/mnt/tools/probe attack-pid kill9 $PPID"} {
-			marker := strconv.Itoa(70300 + i)
+			marker := uniqueSeconds(70300 + i) // this run's alone, not a run's beside it
 			script := fmt.Sprintf(`setsid bash -c "(sleep %s &) ; sleep 0.1"; sleep 0.2; %s; echo after $?; sleep 1`, marker, attack)
 			o, isErr := s.exec(map[string]any{"command": bash(script), "timeoutMs": 5000, "mounts": mounts})
 			// The launcher outlives the attack and reports: the command goes on
@@ -107,11 +109,12 @@ func TestEscapeKillLauncher(t *testing.T) {
 // TestEscapeKillLauncherCLI is the issue's reproducer on the command line.
 func TestEscapeKillLauncherCLI(t *testing.T) {
 	eachCLIMode(t, func(t *testing.T, h *cliHome, m serverMode) {
-		r := h.run("", "exec", "--timeout", "2s", "--", "bash", "-c", `setsid bash -c "(sleep 70310 &) ; sleep 0.1"; sleep 0.2; kill -9 $PPID; sleep 1`)
+		marker := uniqueSeconds(70310)
+		r := h.run("", "exec", "--timeout", "2s", "--", "bash", "-c", `setsid bash -c "(sleep `+marker+` &) ; sleep 0.1"; sleep 0.2; kill -9 $PPID; sleep 1`)
 		if r.code != 0 || strings.Contains(r.stderr, "launcher failed") {
 			t.Errorf("%s", r)
 		}
-		wantNoSurvivor(t, "cli", "sleep", "70310")
+		wantNoSurvivor(t, "cli", "sleep", marker)
 	})
 }
 
@@ -136,12 +139,13 @@ func TestEscapeOOM(t *testing.T) {
 		// Each child holds its memory for a minute: however slowly a loaded
 		// machine starts them, they are all alive at once (past the limit)
 		// before the first lets go.
-		script := `setsid sleep 70320 & for i in $(seq 60); do /mnt/tools/probe hog 6 60 & done; wait`
+		marker := uniqueSeconds(70320)
+		script := `setsid sleep ` + marker + ` & for i in $(seq 60); do /mnt/tools/probe hog 6 60 & done; wait`
 		o, isErr := s.exec(map[string]any{"command": bash(script), "memoryMb": 256, "timeoutMs": 90000, "mounts": []map[string]any{toolsMount()}})
 		if !isErr || !o.Killed || !strings.Contains(o.Stderr, "memory limit exceeded") {
 			t.Errorf("want a memory kill, got %+v (tool error %v)", o, isErr)
 		}
-		wantNoSurvivor(t, "oom", "sleep", "70320")
+		wantNoSurvivor(t, "oom", "sleep", marker)
 		// Positive control: the same just under the limit runs to its end.
 		o, isErr = s.exec(map[string]any{"command": bash(`for i in $(seq 4); do /mnt/tools/probe hog 6 >/dev/null & done; wait; echo done`), "memoryMb": 256, "timeoutMs": 15000, "mounts": []map[string]any{toolsMount()}})
 		if isErr || o.Stdout != "done\n" {
