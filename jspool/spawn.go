@@ -128,10 +128,12 @@ func (p *Pool) start() (*jsWorker, error) {
 		}
 		errR.Close()
 		<-copied
+		// Reported while still live: Close waits for the live workers, so
+		// once it returns, every worker's refusals are in the log.
+		p.reportRefusals(w)
 		p.mu.Lock()
 		delete(p.live, w)
 		p.mu.Unlock()
-		p.reportRefusals(w)
 		close(w.exited)
 	}()
 	if initErr != nil {
