@@ -49,7 +49,9 @@ func (c *Call) connect(conn net.Conn, br *bufio.Reader, req *http.Request) {
 	}
 	up, err := c.dial(c.ctx, host, port)
 	if err != nil {
-		writeDialError(conn, err)
+		if !c.ending(conn) {
+			writeDialError(conn, err)
+		}
 		return
 	}
 	defer up.Close()
@@ -80,7 +82,9 @@ func (c *Call) forward(conn net.Conn, req *http.Request) bool {
 	}
 	resp, err := c.transport().RoundTrip(out)
 	if err != nil {
-		writeDialError(conn, err)
+		if !c.ending(conn) {
+			writeDialError(conn, err)
+		}
 		return false
 	}
 	defer resp.Body.Close()

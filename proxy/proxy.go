@@ -372,6 +372,20 @@ func (c *Call) track(conn net.Conn) bool {
 	return true
 }
 
+// ending reports whether the call is ending (its context is done: cancelled,
+// or a question's retry did not come in time), and then answers conn with
+// nothing: it waits until conn is closed, by Close or by the command's end.
+// The call's command is being killed; an answer (a denial, a reset) could let
+// it run on after its call ended, before the kill reached it, where a call
+// that ends kills its command first (docs/protocol.md).
+func (c *Call) ending(conn net.Conn) bool {
+	if c.ctx.Err() == nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, conn)
+	return true
+}
+
 // hold keeps x until the call closes, or closes it now if it has.
 func (c *Call) hold(x io.Closer) bool {
 	c.mu.Lock()

@@ -86,7 +86,9 @@ func (c *Call) serveSOCKSRequest(conn net.Conn, br *bufio.Reader) {
 	}
 	up, err := c.dial(c.ctx, host, port)
 	if err != nil {
-		socksReply(conn, socksCode(err))
+		if !c.ending(conn) {
+			socksReply(conn, socksCode(err))
+		}
 		return
 	}
 	defer up.Close()

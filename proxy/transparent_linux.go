@@ -68,7 +68,9 @@ func (c *Call) serveRedirected(conn *net.TCPConn) {
 		if !errors.As(err, &d) && c.ctx.Err() != nil {
 			c.settle(dst) // the call ended while it was dialled
 		}
-		conn.SetLinger(0) // a reset: the command's connection fails at once
+		if !c.ending(conn) {
+			conn.SetLinger(0) // a reset: the command's connection fails at once
+		}
 		return
 	}
 	defer up.Close()

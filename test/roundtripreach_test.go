@@ -5,6 +5,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,10 +98,16 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	// No retry: the command, still waiting for its connection (curl, asking
 	// for it, is there while the question is out), is ended when the question
 	// lapses; a retry that comes later gets its result. (Were the command not
-	// ended, curl would be denied and the sleep would run on.)
+	// ended, curl would be denied and the sleep would run on.) Nothing runs
+	// after curl: the proxy gives the connection no answer once the call is
+	// ending, so the command cannot go on before the kill reaches it.
 	r, _ = startRawNewEra(t, "--policy", f.policy, "--ask-timeout", "2s")
 	secs = uniqueSeconds(29)
-	abandoned := call(`curl -sS "$OTHER/abandoned"; sleep ` + secs)
+	after := t.TempDir()
+	abandonedArgs, _ := json.Marshal(map[string]any{"command": bash(`curl -sS "$OTHER/abandoned"; echo ran-on > /mnt/after/ran; sleep ` + secs),
+		"allowHosts": []string{f.listed}, "timeoutMs": 30000, "env": []string{"OTHER=http://" + f.other + "/"},
+		"mounts": []map[string]any{{"hostPath": after, "sandboxPath": "/mnt/after", "mode": "rw"}}})
+	abandoned := string(abandonedArgs)
 	_, state = inputRequired(t, "abandoned", r.rawCall(5, "exec_command", abandoned, true, ""))
 	waitProcs(t, "/abandoned", false)
 	m := r.rawCall(6, "exec_command", abandoned, true, answerOf(state, "accept", "once"))
@@ -109,6 +117,9 @@ func TestRoundTripMidCommandWire(t *testing.T) {
 	}
 	if pids := findProcs("sleep " + secs); len(pids) > 0 {
 		t.Errorf("the command of an abandoned question runs on: %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(after, "ran")); err == nil {
+		t.Error("the command of an abandoned question ran on after its connection")
 	}
 	r.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` + roundTripMeta(true) + `}}`)
 	if m := r.reply(7); m["result"] == nil {
