@@ -107,7 +107,7 @@ func sweepStaleCgroups(base string, kill func(dir string)) {
 		}
 		owner, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 || procfs.Exists(pid) {
+		if err != nil || pid <= 0 || procfs.Running(pid) {
 			continue // another naming (a probe), or its owner still runs
 		}
 		dir := filepath.Join(base, e.Name())

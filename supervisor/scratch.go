@@ -73,7 +73,7 @@ func sweepScratch() {
 	for _, dir := range dirs {
 		owner, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), "autobox-scratch-"), "-")
 		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 || procfs.Exists(pid) {
+		if err != nil || pid <= 0 || procfs.Running(pid) {
 			continue
 		}
 		removeScratch(dir)

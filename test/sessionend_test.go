@@ -6,7 +6,12 @@
 package test
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +134,79 @@ func TestSessionEndsWithClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSweepAfterUnreapedKill: the cgroups of a server killed with SIGKILL
+// are swept by the next autobox process even while the killed server is a
+// zombie, its client not having reaped it yet (an MCP client reaps when it
+// notices, which a busy machine delays). Before the sweep they are there: the
+// positive control.
+func TestSweepAfterUnreapedKill(t *testing.T) {
+	requireSandbox(t)
+	home := t.TempDir()
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "AUTOBOX_STATE_DIR=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := false
+	defer func() {
+		if !reaped {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	say := func(m string) {
+		if _, err := fmt.Fprintln(stdin, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func() string {
+		if !lines.Scan() {
+			t.Fatalf("the server ended: %v", lines.Err())
+		}
+		return lines.Text()
+	}
+	say(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sweep-test","version":"1"}}}`)
+	answer()
+	say(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	say(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"command":["echo","hi"]}}}`)
+	var res struct {
+		Result struct {
+			StructuredContent struct{ Stdout string } `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if a := answer(); json.Unmarshal([]byte(a), &res) != nil || res.Result.StructuredContent.Stdout != "hi\n" {
+		t.Fatalf("exec_command: %s", a)
+	}
+	pid := cmd.Process.Pid
+	if len(callCgroups(pid)) == 0 {
+		t.Skip("this process's server makes no cgroups here (no cgroup delegated to this user)")
+	}
+	cmd.Process.Kill()
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed server is not a zombie after 10 s")
+		}
+	}
+	next := exec.Command(bin, "doctor")
+	next.Env = append(env[:len(env):len(env)], "AUTOBOX_STATE_DIR="+t.TempDir())
+	if out, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		t.Fatal("the killed server was reaped before the sweep: the test checks nothing")
+	}
+	if left := callCgroups(pid); len(left) > 0 {
+		t.Errorf("a sweep while the killed server is unreaped left %v", left)
+	}
+	cmd.Wait()
+	reaped = true
 }
 
 // TestSessionTimeout: a session may run past 10 minutes (up to an hour), and

@@ -51,7 +51,7 @@ func sweepStale(parent, prefix string) {
 		if _, err := fmt.Sscanf(filepath.Base(d), prefix+"-%d-", &pid); err != nil || pid <= 0 {
 			continue
 		}
-		if !procfs.Exists(pid) {
+		if !procfs.Running(pid) {
 			os.RemoveAll(d)
 		}
 	}
