@@ -101,6 +101,9 @@ func TestSessionServerNotFromSandbox(t *testing.T) {
 // after its last session, leaving nothing.
 func TestCLISession(t *testing.T) {
 	requireSandbox(t)
+	// An earlier test's session server ends 5 s after its last session: gone
+	// first, so that the one found below is this test's.
+	waitSessionServerGone(t)
 	h := newCLIHome(t)
 	h.sessions = true
 	r := h.run("", "exec", "--yield", "2s", "--timeout", "1m", "--", "sh", "-c", "echo hi; sleep 1; echo bye >&2; exit 3")
