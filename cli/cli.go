@@ -107,8 +107,9 @@ func (e *env) server(poolSize int) (*supervisor.Server, error) {
 }
 
 // oneCommandServer is server for a process that runs one command and no
-// execute_js: no JS worker, and no launcher started but the command's own
-// (a pool's spares would be started only to be ended unused).
+// execute_js: no JS worker pool, and no launcher but the command's own,
+// started with the server so that it starts while the rest of the process
+// gets ready (a pool's spares would be started only to be ended unused).
 func (e *env) oneCommandServer() (*supervisor.Server, error) {
 	return e.serverWith(supervisor.Options{PoolSize: -1, Launchers: -1})
 }

@@ -33,7 +33,7 @@ type jailRunner struct {
 	unsafe    bool
 	launchers int        // kept ready (see NewRunner)
 	mu        sync.Mutex // guards pool and closed: a call may arrive as the server closes
-	pool      *jail.Pool // made on the first command
+	pool      *jail.Pool // made on the first command, or by NewRunner for one
 	closed    bool
 }
 
@@ -41,9 +41,15 @@ type jailRunner struct {
 // run its commands; unsafe: the server runs commands without the sandbox where
 // the host cannot enforce it (--unsafe-no-sandbox). launchers is how many
 // launchers wait for commands once the first has come: 0 keeps none, each
-// command starts its own (for a process that runs one).
+// command starts its own; negative is for a process that runs one command:
+// its launcher is started now, while the process makes ready the rest (see
+// jail.NewPoolOfOne), and none is kept after it.
 func NewRunner(exe string, unsafe bool, launchers int) Runner {
-	return &jailRunner{exe: exe, unsafe: unsafe, launchers: launchers}
+	r := &jailRunner{exe: exe, unsafe: unsafe, launchers: launchers}
+	if launchers < 0 {
+		r.pool = jail.NewPoolOfOne(exe)
+	}
+	return r
 }
 
 // Close closes the launcher pool; a command that comes after is refused, and

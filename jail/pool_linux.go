@@ -25,6 +25,9 @@ type Pool struct {
 	base    *policy.Sandbox // what idle launchers prepare for (nil: nothing)
 	emptied chan struct{}   // a call took the last ready launcher
 	calls   *pace.Calls     // spaced-out calls get their replacement after the answer
+	// ahead, in a pool of one (NewPoolOfOne), is closed once the launcher
+	// started with the pool is ready or failed; nil in other pools.
+	ahead chan struct{}
 	// memory is the limit of the last call, which new launchers' cgroups get
 	// ahead of the next (-1: none yet).
 	memory atomic.Int64
@@ -54,6 +57,27 @@ func NewPool(exe string, size int, base *policy.Sandbox) *Pool {
 	return p
 }
 
+// NewPoolOfOne is the pool of a process that runs one command (`autobox
+// exec`): that command's launcher is started at once, in the background,
+// while the process goes on with its own start and the call's policy. The
+// first Start takes it, waiting for it if it is on its way; Starts after that
+// spawn their own, as in a pool of size 0. Its launchers prepare nothing
+// ahead: the call comes as soon as they run, and a prepared network (the
+// proxy's listeners and the transparent path's rules, milliseconds of
+// netlink) would be thrown away by the calls without network that most
+// command lines are.
+func NewPoolOfOne(exe string) *Pool {
+	p := NewPool(exe, 0, nil)
+	p.ahead = make(chan struct{})
+	p.goTracked(func() {
+		defer close(p.ahead)
+		if t, err := spawn(p.exe, probeCgroups().create(p.memory.Load()), probeCmdCgroups().create()); err == nil {
+			p.park(t)
+		} // else Start spawns on demand and reports the error
+	})
+	return p
+}
+
 // goTracked runs f in a goroutine that Close waits for, unless the pool is
 // closed.
 func (p *Pool) goTracked(f func()) {
@@ -80,18 +104,24 @@ func (p *Pool) refill() {
 		if err != nil {
 			return // Start spawns on demand and reports the error
 		}
-		p.mu.Lock()
-		if !p.closed {
-			select {
-			case p.ready <- t:
-				p.mu.Unlock()
-				return
-			default:
-			}
-		}
-		p.mu.Unlock()
-		release(t)
+		p.park(t)
 	})
+}
+
+// park puts an idle launcher in ready, or ends it when the pool is closed or
+// full.
+func (p *Pool) park(t *Tree) {
+	p.mu.Lock()
+	if !p.closed {
+		select {
+		case p.ready <- t:
+			p.mu.Unlock()
+			return
+		default:
+		}
+	}
+	p.mu.Unlock()
+	release(t)
 }
 
 // spawn starts a launcher in a cgroup of its own and has it prepare for base.
@@ -139,6 +169,9 @@ func (p *Pool) start(spec *Spec, stdout, stderr *os.File, memory int64, in *Inte
 	}
 	if memory < 0 {
 		return nil, fmt.Errorf("%w: memory limit %d", ErrPolicy, memory)
+	}
+	if p.ahead != nil {
+		<-p.ahead // the launcher started ahead
 	}
 	if spec.Unsafe && p.base != nil {
 		// Preparing gave up capabilities that an unsafe command (run as root)

@@ -176,14 +176,8 @@ func (t *Tree) reap(reported <-chan report) {
 	// Wait for the exit without reaping: until we reap it, the launcher's pid
 	// (which is also its session id) cannot be reused, so sweep can find
 	// descendants that were orphaned to init by session.
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, t.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	r := <-reported // at EOF now: the launcher held the pipe's only write end
+	awaitExit(t.pid) // exitwait_linux.go
+	r := <-reported  // at EOF now: the launcher held the pipe's only write end
 	if !r.final && !t.released.Load() {
 		t.sweep()
 	}

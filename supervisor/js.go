@@ -131,7 +131,11 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		return nil, err
 	}
 	defer leave()
-	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Isolation: s.pool.Isolation()}
+	pool, err := s.js.get()
+	if err != nil {
+		return nil, err
+	}
+	out := &JSOutput{Logs: []string{}, Mounts: reportMounts(c.mounts), Isolation: pool.Isolation()}
 	req := &jspool.Request{Run: c.run, Mounts: c.mounts, MaxRead: c.maxRead, MaxWrite: c.maxWrite, Deadline: start.Add(time.Duration(c.run.TimeoutMs) * time.Millisecond)}
 	if c.net.proxied() {
 		pc, err := s.proxyFor(ctx, c.net, s.reachAsker(ctx, "this JavaScript call (execute_js)", nil))
@@ -152,7 +156,7 @@ func (s *Server) ExecuteJS(ctx context.Context, in *JSInput) (*JSOutput, error) 
 		req.Log = func(line string) { tail.add([]byte("\n" + line)) }
 	}
 	stopProgress := reportProgress(ctx, start, time.Duration(c.run.TimeoutMs)*time.Millisecond, tail.line)
-	ran, err := s.pool.Run(ctx, req)
+	ran, err := pool.Run(ctx, req)
 	stopProgress()
 	if err != nil {
 		return nil, err
@@ -205,7 +209,11 @@ func jsFailed(err error) *JSOutput {
 // running code: on a jailed worker every attempt fails. It returns one line per
 // attempt and the worker's pid.
 func (s *Server) ProbeWorkerJail(ctx context.Context, paths []string) ([]string, error) {
-	return s.pool.Probe(ctx, paths)
+	pool, err := s.js.get()
+	if err != nil {
+		return nil, err
+	}
+	return pool.Probe(ctx, paths)
 }
 
 // networkHint is what a script that reached for the network without it is

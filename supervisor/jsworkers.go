@@ -1,6 +1,11 @@
 package supervisor
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync"
+
+	"github.com/autobox-dev/autobox/jspool"
+)
 
 // JSWorkers describes the JS workers of a server, for `autobox doctor`.
 type JSWorkers struct {
@@ -16,9 +21,52 @@ type JSWorkers struct {
 	Weaker string
 }
 
-// JSWorkers describes this server's JS workers.
+// JSWorkers describes this server's JS workers; empty but for V8go where
+// they cannot be had.
 func (s *Server) JSWorkers() JSWorkers {
-	return JSWorkers{V8: s.pool.V8Version(), V8go: moduleVersion("rogchap.com/v8go"), Isolation: s.pool.Isolation(), Weaker: s.pool.Weaker()}
+	w := JSWorkers{V8go: moduleVersion("rogchap.com/v8go")}
+	if p, err := s.js.get(); err == nil {
+		w.V8, w.Isolation, w.Weaker = p.V8Version(), p.Isolation(), p.Weaker()
+	}
+	return w
+}
+
+// jsPool is a server's pool of JS workers, made once: by New for a server
+// that keeps workers warm, by the first execute_js call for one that keeps
+// none (a command line: `autobox exec` never makes one).
+type jsPool struct {
+	opts jspool.Options
+
+	mu     sync.Mutex
+	pool   *jspool.Pool
+	err    error
+	closed bool
+}
+
+func onceJSPool(opts jspool.Options) *jsPool { return &jsPool{opts: opts} }
+
+// get returns the pool, made on the first call; its error stays.
+func (j *jsPool) get() (*jspool.Pool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, errShuttingDown
+	}
+	if j.pool == nil && j.err == nil {
+		j.pool, j.err = jspool.New(j.opts)
+	}
+	return j.pool, j.err
+}
+
+// close closes the pool if it was made; get fails after it.
+func (j *jsPool) close() {
+	j.mu.Lock()
+	j.closed = true
+	p := j.pool
+	j.mu.Unlock()
+	if p != nil {
+		p.Close()
+	}
 }
 
 // moduleVersion is the version of module path this binary was built with, or "".

@@ -31,6 +31,10 @@ type scratchDirs struct {
 
 	mu     sync.Mutex
 	closed bool // a call that outlived close removes its dir at once, makes none
+	// later are the removals release put off (pace.AfterCall), by dir: close
+	// does them at once rather than wait for their time (a command line's
+	// one call would otherwise wait it out before its process exits).
+	later map[string]*time.Timer
 }
 
 const scratchAhead = 2
@@ -127,8 +131,18 @@ func (d *scratchDirs) release(dir string) {
 		return
 	}
 	d.wg.Add(1)
-	time.AfterFunc(pace.AfterCall, func() {
+	if d.later == nil {
+		d.later = map[string]*time.Timer{}
+	}
+	d.later[dir] = time.AfterFunc(pace.AfterCall, func() {
 		defer d.wg.Done()
+		d.mu.Lock()
+		if d.later[dir] == nil {
+			d.mu.Unlock()
+			return // close did it
+		}
+		delete(d.later, dir)
+		d.mu.Unlock()
 		removeScratch(dir)
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -142,7 +156,17 @@ func (d *scratchDirs) release(dir string) {
 func (d *scratchDirs) close() {
 	d.mu.Lock()
 	d.closed = true
+	later := d.later
+	d.later = nil
 	d.mu.Unlock()
+	for dir, t := range later {
+		if t.Stop() {
+			d.wg.Done() // its func will not run
+		}
+		// Removed here even when its func runs now: that func finds it
+		// gone from later and leaves it to us.
+		removeScratch(dir)
+	}
 	for {
 		select {
 		case dir := <-d.ready:

@@ -313,3 +313,35 @@ func deadPid(t *testing.T) string {
 	}
 	return strconv.Itoa(pid)
 }
+
+// TestScratchCloseDoesPutOffRemovals: a used dir's removal is put off
+// (pace.AfterCall) while the server lives, and close does it at once instead
+// of waiting for its time: the dir is gone when close returns, and nothing
+// runs after (no refill made by the put-off removal).
+func TestScratchCloseDoesPutOffRemovals(t *testing.T) {
+	d := newScratchDirs()
+	var dir string
+	putOff := false
+	// The check comes microseconds after release; a machine that stalls
+	// this goroutine past pace.AfterCall sees the removal done: again.
+	for try := 0; try < 20 && !putOff; try++ {
+		var err error
+		if dir, err = d.take(); err != nil {
+			t.Fatal(err)
+		}
+		d.release(dir)
+		d.mu.Lock()
+		putOff = d.later[dir] != nil
+		d.mu.Unlock()
+	}
+	if !putOff {
+		t.Fatal("no removal was put off in 20 tries: the test checks nothing")
+	}
+	d.close()
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("after close the used dir is still there (%v)", err)
+	}
+	if len(d.ready) != 0 {
+		t.Errorf("close left %d dirs made ahead", len(d.ready))
+	}
+}

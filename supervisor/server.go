@@ -36,11 +36,14 @@ var Version = "dev"
 // Options configures a Server. The zero value is usable.
 type Options struct {
 	// PoolSize is the number of warm JS workers kept ready; 0 means 2, negative means
-	// none (each execute_js call starts its own worker: for one-shot command lines).
+	// none (each execute_js call starts its own worker: for one-shot command lines;
+	// the pool itself is made by the first execute_js call).
 	PoolSize int
 	// Launchers is the number of command launchers kept ready once a command has
-	// come; 0 means 2, negative means none (each command starts its own launcher
-	// and nothing is started ahead: for a command line that runs one command).
+	// come; 0 means 2, negative is for a command line that runs one command: its
+	// launcher is started with the server, none is kept after it (each later
+	// command starts its own). With PoolSize negative too, the server starts
+	// nothing else until a call needs it.
 	Launchers int
 	// Exe is the autobox binary used for workers and sandboxed commands; "" means
 	// os.Executable().
@@ -92,7 +95,7 @@ type Server struct {
 	opts    Options
 	exe     string
 	log     *slog.Logger
-	pool    *jspool.Pool
+	js      *jsPool // the JS workers' pool (jsworkers.go)
 	runner  cmdrun.Runner
 	store   *store.Store
 	scratch *scratchDirs
@@ -119,26 +122,36 @@ type Server struct {
 }
 
 // New starts a server: it resolves its own binary and starts the worker pool.
-func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: opts.Log}
+func New(opts Options) (s *Server, err error) {
+	s = &Server{opts: opts, log: opts.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	exe := opts.Exe
 	if exe == "" {
-		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("finding the autobox binary: %w", err)
 		}
 	}
-	exe, err := filepath.EvalSymlinks(exe)
-	if err != nil {
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return nil, fmt.Errorf("finding the autobox binary: %w", err)
 	}
 	s.exe = exe
 	if s.defaultHosts, err = policy.ParseAllowHosts("--allow-host", opts.AllowHosts); err != nil {
 		return nil, err
 	}
+	// First: a server of one command starts that command's launcher here, to
+	// get ready while the rest of the server does (cmdrun.NewRunner).
+	launchers := kept(opts.Launchers)
+	if opts.Launchers < 0 {
+		launchers = -1
+	}
+	s.runner = cmdrun.NewRunner(exe, opts.Unsafe, launchers)
+	defer func() {
+		if err != nil {
+			s.runner.Close()
+		}
+	}()
 	if s.store, err = store.Open(storeOptions(opts.StateDir)); err != nil {
 		return nil, fmt.Errorf("opening the workspace store: %w", err)
 	}
@@ -149,10 +162,14 @@ func New(opts Options) (*Server, error) {
 	life, endLife := context.WithCancel(context.Background())
 	s.endLife = endLife
 	s.rounds = newRoundTrips(life, s.askTimeout())
-	if s.pool, err = jspool.New(jspool.Options{Exe: exe, Size: kept(opts.PoolSize), Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log}); err != nil {
-		return nil, err
+	s.js = onceJSPool(jspool.Options{Exe: exe, Size: kept(opts.PoolSize), Throughput: opts.Throughput, Unjailed: opts.noWorkerJail, Log: s.log})
+	if opts.PoolSize >= 0 {
+		// Workers kept warm are started now; with none kept (a command
+		// line) the pool is made by the first execute_js call, if one comes.
+		if _, err = s.js.get(); err != nil {
+			return nil, err
+		}
 	}
-	s.runner = cmdrun.NewRunner(exe, opts.Unsafe, kept(opts.Launchers))
 	s.scratch = newScratchDirs()
 	s.sessions = session.NewTable[sessionEnd](&session.Options{Max: opts.MaxSessions, Idle: opts.SessionIdle})
 	if opts.Unsafe {
@@ -192,7 +209,7 @@ func (s *Server) Close() {
 		kills.Go(t.Kill)
 	}
 	kills.Wait()
-	s.pool.Close()
+	s.js.close()
 	s.runner.Close()
 	s.proxyOnce.Do(func() { s.proxyErr = errors.New("the server is closing") })
 	if s.proxy != nil {

@@ -111,7 +111,7 @@ func TestWorkerSyscallsMeasured(t *testing.T) {
 		{"a thrown error", JSInput{Code: "throw new TypeError('boom')"}, "!TypeError: boom"},
 	}
 	s, logs := loggedServer(t, 1)
-	mode := s.pool.Isolation()
+	mode := s.JSWorkers().Isolation
 	for _, c := range calls {
 		out, err := s.ExecuteJS(context.Background(), &c.in)
 		if err != nil {
