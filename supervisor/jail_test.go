@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -50,6 +52,9 @@ func TestExecTimeoutWithWedgedLauncher(t *testing.T) {
 	}
 	s := newTestServer(t, false)
 	timeout := 400
+	// Its own marker: other tests, and other runs of the suite beside this
+	// one, run sleep 30 too.
+	secs := fmt.Sprintf("30.%09d", rand.Int64N(1e9))
 	run := func(wedge bool) *ExecOutput {
 		t.Helper()
 		if wedge {
@@ -71,7 +76,7 @@ func TestExecTimeoutWithWedgedLauncher(t *testing.T) {
 				}
 			}()
 		}
-		out, err := s.ExecCommand(context.Background(), &ExecInput{Command: []string{"sleep", "30"}, TimeoutMs: &timeout})
+		out, err := s.ExecCommand(context.Background(), &ExecInput{Command: []string{"sleep", secs}, TimeoutMs: &timeout})
 		if err != nil {
 			t.Fatalf("wedge=%v: %v", wedge, err)
 		}
@@ -83,17 +88,17 @@ func TestExecTimeoutWithWedgedLauncher(t *testing.T) {
 			t.Errorf("wedge=%v: want killed for the timeout, got %+v", wedge, out)
 		}
 	}
-	if pids := sleepers(); len(pids) > 0 {
-		t.Errorf("sleep 30 outlived its calls: %v", pids)
+	if pids := sleepers(secs); len(pids) > 0 {
+		t.Errorf("sleep %s outlived its calls: %v", secs, pids)
 	}
 }
 
-// sleepers lists the pids of `sleep 30` processes.
-func sleepers() []string {
+// sleepers lists the pids of `sleep SECS` processes.
+func sleepers(secs string) []string {
 	var pids []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && string(b) == "sleep\x0030\x00" {
+		if b, err := os.ReadFile(f); err == nil && string(b) == "sleep\x00"+secs+"\x00" {
 			pids = append(pids, filepath.Base(filepath.Dir(f)))
 		}
 	}
