@@ -91,3 +91,29 @@ func waitChildren(t *testing.T, role string, want int) int {
 	}
 	return n
 }
+
+// TestOneCommandServerRefused: a one-command server that cannot open (its
+// state dir is a file) says why, and ends the launcher it had started.
+func TestOneCommandServerRefused(t *testing.T) {
+	if err := jail.Probe().Check(&policy.Sandbox{}); err != nil {
+		t.Skipf("host cannot sandbox commands: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Exe: testBin, PoolSize: -1, Launchers: -1, StateDir: file})
+	if err == nil {
+		s.Close()
+		t.Fatal("a state dir that is a file: no error")
+	}
+	if n := waitChildren(t, "exec", 0); n != 0 {
+		t.Errorf("%d launchers left after the refusal (%v)", n, err)
+	}
+	// Positive control: the same server with a state dir opens.
+	s, err = New(Options{Exe: testBin, PoolSize: -1, Launchers: -1, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}

@@ -146,10 +146,11 @@ func New(opts Options) (s *Server, err error) {
 	if opts.Launchers < 0 {
 		launchers = -1
 	}
-	s.runner = cmdrun.NewRunner(exe, opts.Unsafe, launchers)
+	runner := cmdrun.NewRunner(exe, opts.Unsafe, launchers)
+	s.runner = runner
 	defer func() {
-		if err != nil {
-			s.runner.Close()
+		if err != nil { // s is nil by now
+			runner.Close()
 		}
 	}()
 	if s.store, err = store.Open(storeOptions(opts.StateDir)); err != nil {
