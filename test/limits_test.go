@@ -127,9 +127,12 @@ func TestLimitForkBomb(t *testing.T) {
 	eachServerMode(t, func(t *testing.T, s *session, m serverMode) {
 		kernel := kernelProcessLimit(t, s)
 		// Positive control: just under a small limit, nothing is refused or
-		// killed. The sleeps outlast the slowest start of the 18 (the usage
-		// is the watchdog's count where no cgroup counts).
-		o := s.limited(map[string]any{"command": bash("for i in $(seq 18); do sleep 3 & done; wait; echo done"), "maxProcesses": 20, "timeoutMs": 30000})
+		// killed. The 18 sleeps run until the shell ends them, 2 s after the
+		// last one started, however long their starts took on a busy machine
+		// (the usage is the watchdog's count where no cgroup counts, and it
+		// must see them all at once); the shell waits in a builtin read, so
+		// no 20th process.
+		o := s.limited(map[string]any{"command": bash(`mkfifo gate && exec 3<>gate; pids=(); for i in $(seq 18); do sleep 300 & pids+=($!); done; read -t 2 <&3; kill "${pids[@]}"; wait; echo done`), "maxProcesses": 20, "timeoutMs": 30000})
 		if o.Killed || o.Stdout != "done\n" || o.Stderr != "" || o.Usage.Processes != 19 {
 			t.Errorf("18 sleeps under maxProcesses 20: %+v", o)
 		}
