@@ -17,17 +17,6 @@ import (
 func TestPoolOfNone(t *testing.T) {
 	requireJail(t)
 	base := basePolicy(t)
-	idle := func(pool *Pool, want int) int {
-		t.Helper()
-		n := -1
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if n = launcherChildren(t); n == want {
-				break
-			}
-		}
-		return n
-	}
-
 	none := NewPool(testExe(t), 0, &base)
 	time.Sleep(100 * time.Millisecond)
 	if n := launcherChildren(t); n != 0 {
@@ -55,7 +44,7 @@ func TestPoolOfNone(t *testing.T) {
 
 	one := NewPool(testExe(t), 1, &base)
 	defer one.Close()
-	if n := idle(one, 1); n != 1 {
+	if n := waitLaunchers(t, 1); n != 1 {
 		t.Errorf("a pool of one has %d launchers waiting, want 1", n)
 	}
 }
