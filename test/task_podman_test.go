@@ -33,6 +33,11 @@ func TestTaskPodmanRootless(t *testing.T) {
 	if err != nil || !isStatic(busybox) || !isStatic(bin) {
 		missingPodman(t, "no static busybox (busybox-static) or autobox for the test image")
 	}
+	if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
+		missingPodman(t, "rootless Podman's network (slirp4netns) needs /dev/net/tun, which this user cannot open ("+err.Error()+"); distributions make it 0666 (udev)")
+	} else {
+		f.Close()
+	}
 	e := newTaskEnv(t, taskUser{name: "user"})
 	e.client = "podman"
 	podman := func(args ...string) (int, string) { return e.run(e.base, append([]string{"podman"}, args...)...) }
