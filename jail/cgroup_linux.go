@@ -24,7 +24,15 @@ import (
 // subtree); elsewhere the watchdog alone enforces the limit.
 //
 // The launcher joins its cgroup while it waits in the pool: moving a process between
-// cgroups waits for an RCU grace period (milliseconds), and a call should not.
+// cgroups waits for an RCU grace period (milliseconds), and a call should not. On
+// cgroup v1 only the launcher's command thread joins (writing 0 to the cgroup's
+// tasks file, which the supervisor opens for it, as for the command's own cgroups,
+// cmdcgroup_linux.go): a thread that moves itself takes no lock that waits for a
+// grace period (10-12 ms on some hosts, which `autobox exec`, whose launcher starts
+// with the call, would pay). The command it forks is born in the cgroup, and the
+// launcher itself stays out of its command's limit; the kernel charges memory to
+// the cgroup of the process that owns it, so the command's is all there. cgroup v2
+// puts a process's threads in one cgroup: there the supervisor moves the launcher.
 type memCgroups struct {
 	base  string // directory new cgroups go in
 	v2    bool
@@ -124,6 +132,9 @@ type memCgroup struct {
 	limitSet bool
 	events   *os.File // the file that counts OOM kills, opened ahead of the call
 	stat     *os.File // memory.stat, for the tmpfs pages the tree wrote (see shmem)
+	// tasks is the v1 cgroup's tasks file, for the launcher's command thread
+	// to join by (see memCgroups); nil on v2, and once handed over.
+	tasks *os.File
 }
 
 // create makes a cgroup for an idle launcher, limited as for a command of memory bytes
@@ -148,10 +159,34 @@ func (c *memCgroups) create(memory int64) *memCgroup {
 		g.remove()
 		return nil
 	}
+	if !c.v2 {
+		if g.tasks, err = os.OpenFile(filepath.Join(g.dir, "tasks"), os.O_WRONLY, 0); err != nil {
+			g.remove()
+			return nil
+		}
+	}
 	return g
 }
 
-// join moves pid and all its threads into the cgroup.
+// threadJoin is the file the launcher's command thread joins the cgroup by (see
+// memCgroups), or nil where the supervisor moves the launcher (join).
+func (g *memCgroup) threadJoin() *os.File {
+	if g == nil {
+		return nil
+	}
+	return g.tasks
+}
+
+// handedOver closes this process's copy of the tasks file once the launcher
+// has its own.
+func (g *memCgroup) handedOver() {
+	if g != nil && g.tasks != nil {
+		g.tasks.Close()
+		g.tasks = nil
+	}
+}
+
+// join moves pid and all its threads into the cgroup (cgroup v2).
 func (g *memCgroup) join(pid int) error {
 	if err := os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		return fmt.Errorf("%w: joining the memory cgroup: %w", ErrSandbox, err)
@@ -215,6 +250,7 @@ func (g *memCgroup) shmem() int64 {
 
 // remove deletes the cgroup once its launcher has been reaped.
 func (g *memCgroup) remove() {
+	g.handedOver()
 	if g.events != nil {
 		g.events.Close()
 	}

@@ -2,11 +2,13 @@ package jail
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -87,5 +89,54 @@ func TestLauncherNotInCommandCgroups(t *testing.T) {
 	}
 	if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
 		t.Errorf("a command under Processes 1: %+v, %v", res, err)
+	}
+}
+
+// TestMemoryCgroupHoldsCommandOnly: on cgroup v1 the command is born in its
+// memory cgroup, which its launcher's command thread joined by itself (no
+// process move, whose grace period `autobox exec` would wait out); the
+// launcher stays out of it. The command's place in it is the positive control.
+func TestMemoryCgroupHoldsCommandOnly(t *testing.T) {
+	requireJail(t)
+	if cg := probeCgroups(); cg == nil || cg.v2 {
+		t.Skip("no cgroup v1 memory cgroups for commands here (root on cgroup v1)")
+	}
+	pool := NewPool(testExe(t), 1, nil)
+	defer pool.Close()
+	out := tempFile(t)
+	tree, err := pool.Start(&Spec{Argv: []string{"/bin/sleep", "1"}, Sandbox: basePolicy(t)}, out, out, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memoryLine := func(pid int) string {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, ":memory:") {
+				return l
+			}
+		}
+		return ""
+	}
+	var command int
+	for deadline := time.Now().Add(20 * time.Second); command == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		kids, _ := filepath.Glob("/proc/" + strconv.Itoa(tree.Pid()) + "/task/*/children")
+		for _, k := range kids {
+			b, _ := os.ReadFile(k)
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				command, _ = strconv.Atoi(f[0])
+			}
+		}
+	}
+	if command == 0 {
+		t.Fatal("the command was not seen running")
+	}
+	if l := memoryLine(command); !strings.Contains(l, ":memory:") || !strings.Contains(l, "/"+wire.CgroupPrefix) {
+		t.Errorf("the command is not in a memory cgroup of autobox's: %q", l)
+	}
+	if l := memoryLine(tree.Pid()); strings.Contains(l, "/"+wire.CgroupPrefix) {
+		t.Errorf("the launcher is in its command's memory cgroup: %q", l)
+	}
+	if res, err := tree.Wait(); err != nil || res.ExitCode != 0 {
+		t.Errorf("the command: %+v, %v", res, err)
 	}
 }

@@ -129,6 +129,7 @@ func checkSpec(spec *Spec, stdout, stderr *os.File) error {
 // with ccg (if not nil) for its command. Both are removed once the launcher has
 // been reaped, whatever happens.
 func spawn(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
+	byThread := cg.threadJoin() != nil // handed over to the launcher by fork
 	t, err := fork(exe, cg, ccg)
 	if err != nil {
 		if cg != nil {
@@ -137,7 +138,7 @@ func spawn(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 		ccg.remove()
 		return nil, err
 	}
-	if cg != nil {
+	if cg != nil && !byThread {
 		if err := cg.join(t.pid); err != nil {
 			release(t)
 			return nil, err
@@ -178,12 +179,16 @@ func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 	t := &Tree{ctl: ctl, cgroup: cg, cmdcg: ccg, pidns: usePidNamespace(), preparedCh: make(chan struct{}), finished: make(chan struct{}), reaped: make(chan struct{})}
 	null := devnull.Fd()
 	files := []uintptr{null, null, null, uintptr(sp[1]), statusW.Fd()}
+	if f := cg.threadJoin(); f != nil {
+		files = append(files, f.Fd()) // joined as the command's cgroups are
+	}
 	for _, f := range ccg.files() {
 		files = append(files, f.Fd())
 	}
 	forked := make(chan error, 1)
 	go t.run(exe, files, statusR, forked)
 	err = <-forked
+	cg.handedOver()
 	ccg.handedOver()
 	if err != nil {
 		ctl.Close()

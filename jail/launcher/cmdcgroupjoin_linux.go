@@ -16,7 +16,8 @@ import (
 
 // joinCmdCgroups, on the launcher's command thread first thing: the thread
 // joins the command cgroups whose tasks files the supervisor passed (see
-// cmdCgroups), so the command it forks is born in them. Writing 0 to a tasks
+// cmdCgroups; on cgroup v1 the launcher's memory cgroup first, see memCgroups),
+// so the command it forks is born in them. Writing 0 to a tasks
 // file moves the writing thread only. It returns the command's pids.max, kept
 // open for lowerPidsMax, or -1 if none.
 func joinCmdCgroups() (pidsMax int) {

@@ -127,7 +127,7 @@ func isolate(sb *policy.Sandbox, pr *prepared, netFiles bool) (used bool, placed
 	case pr != nil && pr.rootErr != nil:
 		err = pr.rootErr
 	default:
-		root, err = enterPrivateRoot()
+		root, err = enterPrivateRoot(false)
 	}
 	if err != nil {
 		if !errors.Is(err, errRootSetup) {

@@ -48,7 +48,7 @@ func (t *cmdThread) prepare(base *policy.Sandbox) *prepared {
 	}
 	if wantPrivateRoot() {
 		// Before the ruleset: its rules are opened in the root the command gets.
-		pr.root, pr.rootErr = enterPrivateRoot()
+		pr.root, pr.rootErr = enterPrivateRoot(true)
 		if pr.root != nil {
 			if err := pr.root.addPolicy(base); err != nil {
 				pr.root, pr.rootErr = nil, pr.root.abandon(err)

@@ -71,6 +71,14 @@ type privateRoot struct {
 	asked   map[nameKind]bool   // the names (as a policy gives them) materialized so far
 	binds   []boundFile         // what each bind showed when it was made
 	links   []madeLink          // the symlinks made, as the host had them
+	// waits: the root is built ahead of its call (a pooled launcher's, see
+	// prepare) and may wait long for it, so the host's directories above its
+	// binds and links are watched (see stale). A root built at its call is
+	// not: nothing asks whether it is stale, and an inotify descriptor with
+	// watches costs the launcher's exit an SRCU grace period (10-15 ms on
+	// some hosts), which a command line waits out before it can remove the
+	// launcher's cgroups.
+	waits bool
 	// watch is an inotify descriptor watching the host's directories that hold
 	// a bound path or a made link (or one of their ancestors), -1 if none: no
 	// event since they were bound means nothing to check (see stale).
@@ -104,7 +112,7 @@ var errRootSetup = errors.New("setting up a private root")
 
 // enterPrivateRoot moves the calling thread into a new mount namespace whose
 // root is an empty tmpfs, with the host's root below oldRootDir.
-func enterPrivateRoot() (*privateRoot, error) {
+func enterPrivateRoot(waits bool) (*privateRoot, error) {
 	if err := newMountAPI(); err != nil {
 		return nil, fmt.Errorf("%w: %w", errRootSetup, err)
 	}
@@ -114,7 +122,7 @@ func enterPrivateRoot() (*privateRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening the mount namespace: %w", errRootSetup, err)
 	}
-	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bindKind{}, asked: map[nameKind]bool{}, watch: -1}
+	r := &privateRoot{origNS: orig, oldRoot: -1, bound: map[string]bindKind{}, asked: map[nameKind]bool{}, waits: waits, watch: -1}
 	if err := r.enter(); err != nil {
 		return nil, r.abandon(err)
 	}
@@ -264,6 +272,9 @@ func (r *privateRoot) stale() bool {
 // removed or renamed: the ways a bound path or a made link can come to name
 // something else. Where inotify is not to be had, stale checks every time.
 func (r *privateRoot) watchAbove(p string) {
+	if !r.waits {
+		return
+	}
 	if r.watch < 0 {
 		if r.watched != nil {
 			return // inotify failed before
@@ -362,9 +373,10 @@ func (r *privateRoot) seal() error {
 	r.makeGuardProc()
 	unix.Close(r.oldRoot)
 	unix.Close(r.origNS)
-	// r.watch stays open (close-on-exec, the command does not get it): closing
-	// an inotify descriptor with watches waits for an SRCU grace period, some
-	// milliseconds; the launcher's exit, after the call, closes it instead.
+	// r.watch (a root that waited has one) stays open (close-on-exec, the
+	// command does not get it): closing an inotify descriptor with watches
+	// waits for an SRCU grace period, some milliseconds; the launcher's exit,
+	// after the call, closes it instead.
 	if err := unix.Unmount(oldRootDir, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the host's root: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/autobox-dev/autobox/jail/internal/confine"
 )
 
@@ -28,7 +30,7 @@ func TestPrivateRootAbandon(t *testing.T) {
 	go func() {
 		runtime.LockOSThread() // the thread is retired with this goroutine
 		var res result
-		r, err := enterPrivateRoot()
+		r, err := enterPrivateRoot(false)
 		if err != nil {
 			res.err = err
 			done <- res
@@ -51,5 +53,45 @@ func TestPrivateRootAbandon(t *testing.T) {
 	}
 	if res.after != before || !res.hostVisible {
 		t.Errorf("after abandon: namespace %s (was %s), host files visible %v", res.after, before, res.hostVisible)
+	}
+}
+
+// TestPrivateRootWatchesOnlyWhenItWaits: a root built ahead of its call (a
+// pooled launcher's) watches the host's directories above what it binds, so
+// that a long wait can end in a cheap check; one built at its call does not
+// (closing the watch costs the launcher's exit an SRCU grace period). The
+// positive control is the waiting root, with the same bind.
+func TestPrivateRootWatchesOnlyWhenItWaits(t *testing.T) {
+	if !confine.HasCapSysAdmin() {
+		t.Skip("a private root needs CAP_SYS_ADMIN")
+	}
+	for _, waits := range []bool{true, false} {
+		type result struct {
+			watched bool
+			err     error
+		}
+		done := make(chan result)
+		go func() {
+			runtime.LockOSThread() // the thread is retired with this goroutine
+			r, err := enterPrivateRoot(waits)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			err = r.bind("/usr", bindRO)
+			res := result{watched: r.watch >= 0, err: err}
+			if r.watch >= 0 {
+				unix.Close(r.watch)
+			}
+			_ = r.abandon(errors.New("the test is done"))
+			done <- res
+		}()
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("waits %v: %v", waits, res.err)
+		}
+		if res.watched != waits {
+			t.Errorf("a root with waits %v: watched %v, want %v", waits, res.watched, waits)
+		}
 	}
 }
