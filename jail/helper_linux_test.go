@@ -419,6 +419,13 @@ func attackLauncher(how string) string {
 		}
 		defer unix.Close(fd)
 		return result(unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0))
+	case "ghost": // a thread id that is not the launcher's (this process's own), as the launcher's
+		// The kernel answers ESRCH; the filter's rule for the launcher's
+		// process (which holds, for a moment, the thread that forked this
+		// one, in this process's Landlock domain) refuses it first.
+		return result(unix.Tgkill(ppid, os.Getpid(), 0))
+	case "ghost-control": // the same call naming this process: no rule, ESRCH
+		return result(unix.Tgkill(os.Getpid(), ppid, 0))
 	case "tgkill": // every thread of the launcher, one by one
 		var tids []int
 		if tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", ppid)); err == nil {

@@ -202,7 +202,9 @@ func (t *cmdThread) startFromSpec() started {
 	// Do what does not depend on the spec while waiting for it (a pooled
 	// launcher waits long): probe the kernel, build the usual seccomp filter.
 	confine.Probe()
-	_, _ = confine.SandboxFilter(seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: confine.UnixGuardAvailable(), AllowTracing: true})
+	usual := seccomp.Options{StreamPairsOnly: !wantPrivateRoot(), Loopback: wantPrivateRoot(), GuardUnix: confine.UnixGuardAvailable(), AllowTracing: true}
+	usual.Launcher, usual.LauncherThread = confine.LauncherSelf()
+	_, _ = confine.SandboxFilter(usual)
 
 	ctl := os.NewFile(wire.CtlFD, "ctl")
 	m, fds, err := readControl(ctl)

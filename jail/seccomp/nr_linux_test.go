@@ -43,6 +43,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"migrate_pages": unix.SYS_MIGRATE_PAGES, "move_pages": unix.SYS_MOVE_PAGES,
 		"get_robust_list": unix.SYS_GET_ROBUST_LIST, "process_mrelease": unix.SYS_PROCESS_MRELEASE,
 		"memfd_secret": unix.SYS_MEMFD_SECRET, "connect": unix.SYS_CONNECT,
+		"tkill": unix.SYS_TKILL, "tgkill": unix.SYS_TGKILL, "rt_tgsigqueueinfo": unix.SYS_RT_TGSIGQUEUEINFO,
 	}
 	for name, nr := range x86Only {
 		want[name] = nr

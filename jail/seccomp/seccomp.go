@@ -163,6 +163,11 @@ type Options struct {
 	// and without it, every family is allowed but AF_VSOCK (see
 	// ConfinedFamilies).
 	PrivateNetwork bool
+	// Launcher, where not 0, is the pid of the process that starts the
+	// command (its launcher), and LauncherThread the id of the thread that
+	// forks it, as the command will see them: the thread-directed signal
+	// calls may not name them (see launcherSignals).
+	Launcher, LauncherThread int
 }
 
 // Socket families socket(2) is checked against, and netlink protocols.
@@ -223,6 +228,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	add("prctl", "prctl")
 	table = append(table, setIDCases(a)...)
 	addTargets(add)
+	if o.Launcher > 0 {
+		addLauncherSignals(add)
+	}
 	add("socket", "socket")
 	if !o.AllowNetwork || o.GuardUnix {
 		add("socketpair", "socketpair")
@@ -267,6 +275,9 @@ func Sandbox(a *Arch, o Options) ([]bpf.RawInstruction, error) {
 	p.jump(bpf.JumpEqual, 1, labelAllow, labelEPERM)
 
 	emitTargets(p)
+	if o.Launcher > 0 {
+		emitLauncherSignals(p, o)
+	}
 
 	p.label("socket")
 	p.load(ArgLow(0))

@@ -99,3 +99,41 @@ func emitTargets(p *asm) {
 	p.load(ArgLow(1))
 	p.jump(bpf.JumpEqual, 0, labelAllow, labelEPERM)
 }
+
+// The launcher's threads, as a command's signals may name them.
+//
+// Landlock's scoping refuses a command's signals to a process outside its
+// domain, and no thread of the launcher is in it once the thread that
+// restricted itself and forked the command has exited. Until then, a moment
+// after the command starts (longer on a loaded machine, where that thread may
+// wait for a CPU), that thread shares the command's domain: a signal the
+// command directs at it (tgkill, tkill, rt_tgsigqueueinfo; kill and
+// pidfd_send_signal name the process, whose main thread is never in the
+// domain) would reach it, and a SIGKILL would end the whole launcher. Without
+// a pid namespace that is the command getting rid of its supervision; where
+// the launcher is the namespace's init the kernel drops it anyway. The filter
+// therefore refuses those calls when they name the launcher's process or that
+// thread, with EPERM, as Landlock refuses the other threads.
+const (
+	labelLauncherTgid = "launcher-tgid"
+	labelLauncherTid  = "launcher-tid"
+)
+
+func addLauncherSignals(add func(name, label string)) {
+	add("tgkill", labelLauncherTgid)
+	add("rt_tgsigqueueinfo", labelLauncherTgid)
+	add("tkill", labelLauncherTid)
+}
+
+// emitLauncherSignals emits the checks of addLauncherSignals: the first
+// argument (a thread group id, or for tkill a thread id) read as a 32-bit int.
+func emitLauncherSignals(p *asm, o Options) {
+	p.label(labelLauncherTgid)
+	p.load(ArgLow(0))
+	p.jump(bpf.JumpEqual, uint32(o.Launcher), labelEPERM, labelAllow)
+
+	p.label(labelLauncherTid)
+	p.load(ArgLow(0))
+	p.jump(bpf.JumpEqual, uint32(o.Launcher), labelEPERM, "")
+	p.jump(bpf.JumpEqual, uint32(o.LauncherThread), labelEPERM, labelAllow)
+}

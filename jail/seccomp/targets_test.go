@@ -57,3 +57,45 @@ func TestTargets(t *testing.T) {
 		run(t, raw, a, calls)
 	})
 }
+
+// TestLauncherSignals: with the launcher's pid and forking thread given, the
+// thread-directed signal calls may not name them (by their low 32 bits, as
+// the kernel reads them) and may name any other process or thread; without
+// them (the positive control), naming the launcher is left to Landlock.
+func TestLauncherSignals(t *testing.T) {
+	const (
+		launcher = 4100
+		thread   = 4107
+		other    = 4242
+		sigkill  = 9
+	)
+	for _, a := range []*Arch{AMD64, ARM64} {
+		t.Run(a.Name, func(t *testing.T) {
+			raw, err := Sandbox(a, Options{Launcher: launcher, LauncherThread: thread})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, raw, a, []call{
+				{name: "tgkill", args: []uint64{launcher, launcher, sigkill}, want: eperm},
+				{name: "tgkill", args: []uint64{launcher, thread, sigkill}, want: eperm},
+				{name: "tgkill", args: []uint64{1<<32 | launcher, thread, sigkill}, want: eperm},
+				{name: "tgkill", args: []uint64{other, other, sigkill}, want: allow},
+				{name: "tgkill", args: []uint64{other, thread, sigkill}, want: allow}, // not the launcher's: the kernel says ESRCH
+				{name: "rt_tgsigqueueinfo", args: []uint64{launcher, thread, sigkill, 0}, want: eperm},
+				{name: "rt_tgsigqueueinfo", args: []uint64{other, other, sigkill, 0}, want: allow},
+				{name: "tkill", args: []uint64{thread, sigkill}, want: eperm},
+				{name: "tkill", args: []uint64{launcher, sigkill}, want: eperm},
+				{name: "tkill", args: []uint64{1<<32 | thread, sigkill}, want: eperm},
+				{name: "tkill", args: []uint64{other, sigkill}, want: allow},
+			})
+			plain, err := Sandbox(a, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, plain, a, []call{
+				{name: "tgkill", args: []uint64{launcher, thread, sigkill}, want: allow},
+				{name: "tkill", args: []uint64{thread, sigkill}, want: allow},
+			})
+		})
+	}
+}

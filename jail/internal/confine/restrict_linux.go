@@ -41,6 +41,7 @@ func RestrictThread(p *policy.Sandbox) error {
 func Restrict(p *policy.Sandbox, pr *Prepared, placed []string, privateRoot, loopback, tracing, guarded bool) (int, error) {
 	loopback = loopback && !p.AllowNetwork
 	o := seccomp.Options{AllowNetwork: p.AllowNetwork, PrivateNetwork: p.AllowNetwork && p.PrivateNetwork, StreamPairsOnly: !privateRoot, Loopback: loopback, GuardUnix: guarded, AllowTracing: tracing}
+	o.Launcher, o.LauncherThread = LauncherSelf()
 	filter, err := RestrictExceptSeccomp(p, pr, placed, o, loopback)
 	if err != nil {
 		return -1, err
@@ -97,12 +98,17 @@ func RestrictExceptSeccomp(p *policy.Sandbox, pr *Prepared, placed []string, o s
 	return filter, nil
 }
 
+// LauncherSelf is what the filter of a command forked from the calling thread
+// refuses signals to (seccomp.Options.Launcher): this process and this thread,
+// as the command will see them (Restrict is the launcher's command thread's).
+func LauncherSelf() (pid, tid int) { return unix.Getpid(), unix.Gettid() }
+
 // SandboxFilter returns the seccomp filter RestrictThread loads for o, built
 // once for each o (the launcher builds the usual one while it waits for its
 // spec).
 func SandboxFilter(o seccomp.Options) ([]unix.SockFilter, error) {
 	if o.AllowNetwork {
-		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix, AllowTracing: o.AllowTracing}
+		o = seccomp.Options{AllowNetwork: true, PrivateNetwork: o.PrivateNetwork, GuardUnix: o.GuardUnix, AllowTracing: o.AllowTracing, Launcher: o.Launcher, LauncherThread: o.LauncherThread}
 	}
 	f, _ := sandboxFilters.LoadOrStore(o, sync.OnceValues(func() ([]unix.SockFilter, error) { return buildSandboxFilter(o) }))
 	return f.(func() ([]unix.SockFilter, error))()
