@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/autobox-dev/autobox/internal/launcherbin"
 	"github.com/autobox-dev/autobox/internal/pace"
 	"github.com/autobox-dev/autobox/policy"
 )
@@ -71,6 +72,9 @@ func NewPoolOfOne(exe string) *Pool {
 	p.ahead = make(chan struct{})
 	p.goTracked(func() {
 		defer close(p.ahead)
+		// The small launcher's copy into its memfd (the first launcher of a
+		// process makes it) goes on beside the making of the cgroups.
+		go launcherbin.Path(exe)
 		if t, err := spawn(p.exe, probeCgroups().create(p.memory.Load()), probeCmdCgroups().create()); err == nil {
 			p.park(t)
 		} // else Start spawns on demand and reports the error
