@@ -168,6 +168,15 @@ func (c *memCgroups) create(memory int64) *memCgroup {
 	return g
 }
 
+// statFile is the cgroup's memory.stat, which the launcher reads too (see
+// Tree.Shmem); nil without one.
+func (g *memCgroup) statFile() *os.File {
+	if g == nil {
+		return nil
+	}
+	return g.stat
+}
+
 // threadJoin is the file the launcher's command thread joins the cgroup by (see
 // memCgroups), or nil where the supervisor moves the launcher (join).
 func (g *memCgroup) threadJoin() *os.File {

@@ -59,7 +59,9 @@ type Tree struct {
 	ipc atomic.Int64
 	// shmemBase is what the memory cgroup counted of tmpfs when the command
 	// started (the private root's own files, placed by the launcher), plus
-	// one; 0 before the start. See Shmem.
+	// one; 0 before the start. The launcher reads it right before its fork
+	// (wire.Message.ShmemBase): read here when the started frame comes, it
+	// would hold what a quick command wrote meanwhile. See Shmem.
 	shmemBase atomic.Int64
 
 	// preparedCh is closed when the launcher reported it finished preparing
@@ -186,7 +188,7 @@ func fork(exe string, cg *memCgroup, ccg *cmdCgroup) (*Tree, error) {
 		files = append(files, f.Fd())
 	}
 	forked := make(chan error, 1)
-	go t.run(exe, files, statusR, forked)
+	go t.run(exe, files, cg.statFile(), statusR, forked)
 	err = <-forked
 	cg.handedOver()
 	ccg.handedOver()

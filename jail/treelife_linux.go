@@ -23,7 +23,7 @@ import (
 // run forks the launcher from a locked thread that lives until the launcher
 // has exited: Pdeathsig fires when the forking thread dies, not the process.
 // The lock is never released, so the thread exits with this goroutine.
-func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- error) {
+func (t *Tree) run(exe string, files []uintptr, memStat *os.File, status *os.File, forked chan<- error) {
 	runtime.LockOSThread()
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
 	mode := launcherMode()
@@ -48,6 +48,12 @@ func (t *Tree) run(exe string, files []uintptr, status *os.File, forked chan<- e
 		if t.cmdcg != nil && t.cmdcg.pidsMax != nil {
 			env = append(env, wire.PidsMaxEnv+"=1")
 		}
+	}
+	if memStat != nil {
+		// Read by the launcher right before it forks the command: the tmpfs
+		// its root holds then is not the command's (see Shmem).
+		env = append(env[:len(env):len(env)], wire.MemStatEnv+"="+strconv.Itoa(len(files)))
+		files = append(files[:len(files):len(files)], memStat.Fd())
 	}
 	attr := &syscall.ProcAttr{Env: env, Files: files, Sys: sys}
 	path := launcherbin.Path(exe) // exe's small launcher, where it carries one
@@ -138,7 +144,11 @@ func (t *Tree) readStatus(status *os.File) report {
 			r.res.Started = true
 			t.prepared, t.root = m.Prepared, m.PrivateRoot
 			t.nprocLimit.Store(int64(m.Nproc))
-			t.shmemBase.Store(t.cgroup.shmem() + 1)
+			if m.ShmemBase > 0 {
+				t.shmemBase.Store(m.ShmemBase)
+			} else {
+				t.shmemBase.Store(t.cgroup.shmem() + 1)
+			}
 			t.noteHostTasks(m.Nproc)
 		case wire.MsgIPC:
 			t.ipc.Store(m.IPC)

@@ -175,6 +175,9 @@ type cmdThread struct {
 	threadsWarm bool
 	// listeners are listenPorts', for started.
 	listeners []int
+	// shmemBase is the memory cgroup's tmpfs bytes right before the fork, plus
+	// one (0: not read), for the started frame (see readShmem).
+	shmemBase int64
 }
 
 // commandThread runs on a thread of its own, locked and never unlocked, so
@@ -239,7 +242,7 @@ func (t *cmdThread) startFromSpec() started {
 		_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgSpawnError, Error: spawnErr.Error()})
 		return started{}
 	}
-	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.restricting().Used(), PrivateRoot: privateRoot, Nproc: t.nproc})
+	_ = wire.WriteFrame(status, &wire.Message{Type: wire.MsgStarted, Pid: pid, Prepared: pr.restricting().Used(), PrivateRoot: privateRoot, Nproc: t.nproc, ShmemBase: t.shmemBase})
 	return started{pid: pid, net: pnet, spec: m.Spec, guard: guard, listeners: t.listeners}
 }
 
@@ -369,6 +372,7 @@ func (t *cmdThread) startCommand(spec *policy.Command, cio commandIO, pr *prepar
 	if privateRoot && spec.Sandbox.Tmp != "" {
 		env = rootEnv(env, spec.Sandbox.Tmp) // rootdev_linux.go
 	}
+	t.shmemBase = readShmem() // last before the fork: the root's files are all placed
 	// No Pdeathsig: it would be tied to this thread, which exits next. If the
 	// launcher dies, its pid namespace takes the command along, or the
 	// supervisor's sweep does.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/autobox-dev/autobox/internal/procfs"
 	"github.com/autobox-dev/autobox/internal/rlimit"
+	"github.com/autobox-dev/autobox/jail/wire"
 	"github.com/autobox-dev/autobox/policy"
 )
 
@@ -103,4 +105,24 @@ func treeUsage(selfIO *os.File) *policy.Usage {
 		u.Written = max(0, procfs.Written(buf[:n]))
 	}
 	return u
+}
+
+// readShmem is the tmpfs and shared memory bytes the launcher's memory cgroup
+// holds now, plus one, read from the memory.stat the supervisor passed
+// (wire.MemStatEnv); 0 without one. Read right before the command's fork, it
+// is what the launcher placed in the command's root, which the supervisor
+// does not count as the command's writes: read by the supervisor when the
+// started frame comes, it would also hold what a quick command wrote
+// meanwhile (a loaded machine reads that frame late).
+func readShmem() int64 {
+	fd, err := strconv.Atoi(os.Getenv(wire.MemStatEnv))
+	if err != nil || fd <= wire.StatusFD {
+		return 0
+	}
+	var buf [4096]byte
+	n, err := unix.Pread(fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return procfs.LineValue(buf[:n], "shmem ") + 1
 }

@@ -42,6 +42,7 @@ const (
 	tagNproc    = 15
 	tagIPC      = 16
 	tagUnixRef  = 17
+	tagShmem    = 18
 )
 
 // Tags of policy.Command.
@@ -181,6 +182,7 @@ func (e *encoder) message(m *Message) {
 	e.flag(tagTerminal, m.Terminal)
 	e.int(tagNproc, m.Nproc)
 	e.int64(tagIPC, m.IPC)
+	e.int64(tagShmem, m.ShmemBase)
 	e.int(tagCode, m.Code)
 	e.str(tagSignal, m.Signal)
 	e.str(tagError, m.Error)

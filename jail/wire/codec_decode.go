@@ -148,6 +148,8 @@ func (d *decoder) message(m *Message) error {
 			m.Nproc, err = d.int()
 		case tagIPC:
 			m.IPC, err = d.int64()
+		case tagShmem:
+			m.ShmemBase, err = d.int64()
 		case tagCode:
 			m.Code, err = d.int()
 		case tagSignal:

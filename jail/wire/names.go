@@ -32,6 +32,10 @@ const (
 	// FirstCgroupFD up, and PidsMaxEnv=1 that the last of them is pids.max.
 	CgroupsEnv = "AUTOBOX_LAUNCHER_CGROUPS"
 	PidsMaxEnv = "AUTOBOX_LAUNCHER_PIDS_MAX"
+	// MemStatEnv is the descriptor of the launcher's memory cgroup's
+	// memory.stat, which the launcher reads right before it forks the command
+	// (Message.ShmemBase), if it was given one.
+	MemStatEnv = "AUTOBOX_LAUNCHER_MEMSTAT"
 	// HostTasksEnv is the user's task count the last launcher found, for the
 	// next to start from.
 	HostTasksEnv = "AUTOBOX_HOST_TASKS"

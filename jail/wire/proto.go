@@ -62,6 +62,11 @@ type Message struct {
 	// IPC is, in an ipc frame, the bytes the System V objects of the
 	// command's IPC namespace hold.
 	IPC int64
+	// ShmemBase is, in a started frame, the tmpfs bytes the launcher's memory
+	// cgroup held right before the command was forked (what the launcher
+	// placed in the command's root), plus one; 0 where it was not read
+	// (MemStatEnv).
+	ShmemBase int64
 	// Usage is, in an exit frame, what the kernel accounted of the reaped tree.
 	Usage *policy.Usage
 
