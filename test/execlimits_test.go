@@ -15,9 +15,12 @@ import (
 func TestExecLimits(t *testing.T) {
 	requireSandbox(t)
 	s := start(t)
-	// Memory: a hog is killed by the RSS watchdog; the same program within budget runs.
+	// Memory: a hog is killed, and the message says by what: the RSS watchdog,
+	// or (where there is a memory cgroup) the kernel's limit, which comes
+	// first when a loaded machine delays the watchdog's 10 ms poll while the
+	// hog allocates 200 MB. The same program within budget runs.
 	o := s.probe(nil, map[string]any{"memoryMb": 64, "timeoutMs": 10000}, "hog", "200")
-	if !o.Killed || !strings.HasPrefix(o.Stderr, "memory limit exceeded") || !strings.Contains(o.Stderr, "RSS watchdog") {
+	if !o.Killed || !strings.HasPrefix(o.Stderr, "memory limit exceeded") || !strings.Contains(o.Stderr, "RSS watchdog") && !strings.Contains(o.Stderr, "the kernel's cgroup limit of memoryMb 64; killed by the OOM killer") {
 		t.Errorf("memory hog: %+v", o)
 	}
 	o = s.probe(nil, map[string]any{"memoryMb": 128, "timeoutMs": 10000, "command": []string{"/mnt/tools/probe", "hog", "20"}}, "hog", "20")
