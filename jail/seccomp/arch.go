@@ -55,6 +55,7 @@ var AMD64 = &Arch{Name: "x86_64", AuditArch: AuditArchX86_64, X32: true, nr: map
 	"pidfd_getfd": 438, "kcmp": 312, "migrate_pages": 256, "move_pages": 279,
 	"get_robust_list": 274, "process_mrelease": 448, "memfd_secret": 447,
 	"connect": 42, "tkill": 200, "tgkill": 234, "rt_tgsigqueueinfo": 297,
+	"kill": 62, "rt_sigqueueinfo": 129,
 }}
 
 // ARM64 is aarch64 (numbers from include/uapi/asm-generic/unistd.h).
@@ -79,6 +80,7 @@ var ARM64 = &Arch{Name: "aarch64", AuditArch: AuditArchAarch64, nr: map[string]u
 	"pidfd_getfd": 438, "kcmp": 272, "migrate_pages": 238, "move_pages": 239,
 	"get_robust_list": 100, "process_mrelease": 448, "memfd_secret": 447,
 	"connect": 203, "tkill": 130, "tgkill": 131, "rt_tgsigqueueinfo": 240,
+	"kill": 129, "rt_sigqueueinfo": 138,
 }}
 
 // ArchFor returns the table for a GOARCH value, or false if no filter can be

@@ -44,6 +44,7 @@ func TestNumbersMatchXSys(t *testing.T) {
 		"get_robust_list": unix.SYS_GET_ROBUST_LIST, "process_mrelease": unix.SYS_PROCESS_MRELEASE,
 		"memfd_secret": unix.SYS_MEMFD_SECRET, "connect": unix.SYS_CONNECT,
 		"tkill": unix.SYS_TKILL, "tgkill": unix.SYS_TGKILL, "rt_tgsigqueueinfo": unix.SYS_RT_TGSIGQUEUEINFO,
+		"kill": unix.SYS_KILL, "rt_sigqueueinfo": unix.SYS_RT_SIGQUEUEINFO,
 	}
 	for name, nr := range x86Only {
 		want[name] = nr

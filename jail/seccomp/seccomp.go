@@ -166,7 +166,7 @@ type Options struct {
 	// Launcher, where not 0, is the pid of the process that starts the
 	// command (its launcher), and LauncherThread the id of the thread that
 	// forks it, as the command will see them: the thread-directed signal
-	// calls may not name them (see launcherSignals).
+	// calls may not name them (see addLauncherSignals).
 	Launcher, LauncherThread int
 }
 

@@ -107,13 +107,15 @@ func emitTargets(p *asm) {
 // restricted itself and forked the command has exited. Until then, a moment
 // after the command starts (longer on a loaded machine, where that thread may
 // wait for a CPU), that thread shares the command's domain: a signal the
-// command directs at it (tgkill, tkill, rt_tgsigqueueinfo; kill and
-// pidfd_send_signal name the process, whose main thread is never in the
-// domain) would reach it, and a SIGKILL would end the whole launcher. Without
+// command directs at it (tgkill, tkill, rt_tgsigqueueinfo, and kill or
+// rt_sigqueueinfo given the thread's id, which the kernel checks against that
+// thread) would reach it, and a SIGKILL would end the whole launcher. Without
 // a pid namespace that is the command getting rid of its supervision; where
 // the launcher is the namespace's init the kernel drops it anyway. The filter
 // therefore refuses those calls when they name the launcher's process or that
-// thread, with EPERM, as Landlock refuses the other threads.
+// thread, with EPERM, as Landlock refuses the other threads. What it cannot
+// see: pidfd_send_signal on a descriptor of /proc/<thread id> (pidfd_open
+// itself fails with ENOSYS here); SECURITY.md says so.
 const (
 	labelLauncherTgid = "launcher-tgid"
 	labelLauncherTid  = "launcher-tid"
@@ -123,10 +125,13 @@ func addLauncherSignals(add func(name, label string)) {
 	add("tgkill", labelLauncherTgid)
 	add("rt_tgsigqueueinfo", labelLauncherTgid)
 	add("tkill", labelLauncherTid)
+	add("kill", labelLauncherTid)
+	add("rt_sigqueueinfo", labelLauncherTid)
 }
 
 // emitLauncherSignals emits the checks of addLauncherSignals: the first
-// argument (a thread group id, or for tkill a thread id) read as a 32-bit int.
+// argument (a thread group id, or for tkill, kill and rt_sigqueueinfo a
+// process or thread id) read as a 32-bit int.
 func emitLauncherSignals(p *asm, o Options) {
 	p.label(labelLauncherTgid)
 	p.load(ArgLow(0))

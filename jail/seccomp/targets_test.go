@@ -87,6 +87,13 @@ func TestLauncherSignals(t *testing.T) {
 				{name: "tkill", args: []uint64{launcher, sigkill}, want: eperm},
 				{name: "tkill", args: []uint64{1<<32 | thread, sigkill}, want: eperm},
 				{name: "tkill", args: []uint64{other, sigkill}, want: allow},
+				{name: "kill", args: []uint64{thread, sigkill}, want: eperm},
+				{name: "kill", args: []uint64{launcher, sigkill}, want: eperm},
+				{name: "kill", args: []uint64{other, sigkill}, want: allow},
+				{name: "kill", args: []uint64{0, sigkill}, want: allow},          // its own group
+				{name: "kill", args: []uint64{0xffffffff, sigkill}, want: allow}, // -1: what it may signal
+				{name: "rt_sigqueueinfo", args: []uint64{thread, sigkill, 0}, want: eperm},
+				{name: "rt_sigqueueinfo", args: []uint64{other, sigkill, 0}, want: allow},
 			})
 			plain, err := Sandbox(a, Options{})
 			if err != nil {
@@ -95,6 +102,7 @@ func TestLauncherSignals(t *testing.T) {
 			run(t, plain, a, []call{
 				{name: "tgkill", args: []uint64{launcher, thread, sigkill}, want: allow},
 				{name: "tkill", args: []uint64{thread, sigkill}, want: allow},
+				{name: "kill", args: []uint64{thread, sigkill}, want: allow},
 			})
 		})
 	}
