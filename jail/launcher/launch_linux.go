@@ -376,12 +376,8 @@ func (t *cmdThread) startCommand(spec *policy.Command, cio commandIO, pr *prepar
 	// No Pdeathsig: it would be tied to this thread, which exits next. If the
 	// launcher dies, its pid namespace takes the command along, or the
 	// supervisor's sweep does.
-	pid, err = syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   env,
-		Files: cio.files(),
-		Sys:   cio.sysProcAttr(),
-	})
+	attr := &syscall.ProcAttr{Dir: spec.Dir, Env: env, Files: cio.files(), Sys: cio.sysProcAttr()}
+	pid, err = t.forkUnderHostNproc(func() (int, error) { return syscall.ForkExec(path, spec.Argv, attr) }) // nprochost_linux.go
 	if err != nil {
 		return 0, privateRoot, nil, nil, fmt.Errorf("exec %s: %w", path, err), nil
 	}

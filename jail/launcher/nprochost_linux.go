@@ -2,9 +2,12 @@ package launcher
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -39,7 +42,10 @@ import (
 //
 // What it costs: a call may be refused forks below maxProcesses when the
 // user's other processes (its other calls among them) grew by more than the
-// margin while it ran; the refusal is noted in the result. A tree held below
+// margin while it ran; the refusal is noted in the result. Its very start may
+// be refused so too (another call's fork bomb grew between the count and the
+// fork): the launcher then waits for the count to fall back, up to
+// hostNprocStartWait (see forkUnderHostNproc). A tree held below
 // its limit this way, not killed, runs until its timeout; one held at
 // maxProcesses is ended by the watchdog after CeilingHold.
 //
@@ -134,4 +140,40 @@ func forkRefusedAt(n uint64, cur unix.Rlimit) bool {
 	_, err := syscall.ForkExec("", nil, nil)
 	_ = unix.Setrlimit(unix.RLIMIT_NPROC, &cur)
 	return errors.Is(err, syscall.EAGAIN)
+}
+
+// hostNprocStartWait bounds how long a launcher waits for the user's tasks to
+// fall back under its command's RLIMIT_NPROC when the command's own fork is
+// refused: long enough for the watchdog to end another call's fork bomb on a
+// loaded machine (0.8 s in TestLimitForkBomb).
+const hostNprocStartWait = 5 * time.Second
+
+// forkUnderHostNproc runs fork, and again while the kernel refuses it EAGAIN
+// where this launcher set RLIMIT_NPROC on the host's count: the user's tasks
+// grew past the limit between the count and the fork (a fork bomb of another
+// call, until the watchdog ends it, took a concurrent echo's start in a busy
+// run). Nothing was started, so trying again is safe. The waits are raw
+// system calls that keep this thread and its P: above its limit the launcher
+// could make no thread, and one it cannot make is fatal to it.
+func (t *cmdThread) forkUnderHostNproc(fork func() (int, error)) (int, error) {
+	pid, err := fork()
+	if t.nproc == 0 || !wantHostNproc(t.pidsMax) {
+		return pid, err
+	}
+	return retryRefusedFork(pid, err, fork, hostNprocStartWait, t.nproc)
+}
+
+// retryRefusedFork is forkUnderHostNproc's loop, from the first fork's pid
+// and err: the waits double from 2 ms to 50 ms until wait has passed.
+func retryRefusedFork(pid int, err error, fork func() (int, error), wait time.Duration, limit int) (int, error) {
+	deadline := time.Now().Add(wait)
+	for pause := 2 * time.Millisecond; errors.Is(err, syscall.EAGAIN) && time.Now().Before(deadline); pause = min(2*pause, 50*time.Millisecond) {
+		ts := unix.NsecToTimespec(pause.Nanoseconds())
+		_, _, _ = unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		pid, err = fork()
+	}
+	if errors.Is(err, syscall.EAGAIN) {
+		return 0, fmt.Errorf("%w (this user's processes stayed past the call's RLIMIT_NPROC of %d for %v: another call or program of the user holds many at once)", err, limit, wait)
+	}
+	return pid, err
 }
