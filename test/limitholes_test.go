@@ -128,13 +128,16 @@ func TestLimitAutoReapedWrite(t *testing.T) {
 			if size := fileSize(t, dir+"/f1"); size > 20<<20 {
 				t.Errorf("an auto-reaped child's file: %d bytes, past maxWriteMb 20", size)
 			}
-			// Children of 5 MB each, each living through polls of the watchdog,
-			// which keeps what it last saw of them: their sum passes 20.
+			// Children of 9 MB each, each living through polls of the watchdog
+			// after its writes (1 s: a loaded machine spaces the polls out to
+			// five times what one takes, a quarter second and more), which
+			// keeps what it last saw of them once they are gone: their sum
+			// passes 20 with the third.
 			slow := `open(F, ">", "/mnt/out/g" . $i) or die "open: $!"; my $b = "x" x 1048576;
-				for (1..5) { syswrite(F, $b) or die "write: $!"; select(undef, undef, undef, 0.05) } close F`
-			o = s.limited(map[string]any{"command": autoReaped(8, slow), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 20000})
+				for (1..9) { syswrite(F, $b) or die "write: $!" } close F; select(undef, undef, undef, 1)`
+			o = s.limited(map[string]any{"command": autoReaped(4, slow), "mounts": mounts, "maxWriteMb": 20, "timeoutMs": 20000})
 			if !o.Killed || !strings.HasPrefix(o.Stderr, "disk limit exceeded (") {
-				t.Errorf("auto-reaped children writing 8 x 5 MB under maxWriteMb 20: %+v", o)
+				t.Errorf("auto-reaped children writing 4 x 9 MB under maxWriteMb 20: %+v", o)
 			}
 		})
 	}
