@@ -300,6 +300,7 @@ func holderAlive(base string) bool {
 	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return true
 	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN) // at once, whatever this process forks meanwhile
 	return false
 }
 

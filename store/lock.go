@@ -67,10 +67,20 @@ func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			unix.Close(fd) // releases the flock
+			unlockClose(fd)
 			release()
 		})
 	}, nil
+}
+
+// unlockClose releases the flock held on fd and closes it. The explicit
+// LOCK_UN ends the lock at once even where a child this process is forking
+// holds a copy of fd until its exec: closing alone left the lock held for that
+// moment, which a loaded machine stretched past busyAfter (an exec_command
+// right after a sync was refused "being changed by another autobox process").
+func unlockClose(fd int) {
+	_ = unix.Flock(fd, unix.LOCK_UN)
+	unix.Close(fd)
 }
 
 // flockPatient takes flock(mode) on fd without blocking, but believes a refusal only

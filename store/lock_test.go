@@ -3,10 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A second process holding the lock makes every operation fail at once with the seed's
@@ -78,5 +82,55 @@ func TestLockWaitsWithinProcess(t *testing.T) {
 	unlock()
 	if err := <-done; err != nil {
 		t.Fatalf("list after unlock: %v", err)
+	}
+}
+
+// unlockClose ends a flock at once even while a child holds a copy of its
+// descriptor (as a child being forked does until its exec closes it): another
+// open of the file takes the lock right after. The control: closing alone
+// leaves it held for as long as the child keeps its copy.
+func TestUnlockCloseWhileAChildHoldsACopy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	hold := func() (int, *exec.Cmd) {
+		t.Helper()
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		dup, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := exec.Command("sleep", "30")
+		child.ExtraFiles = []*os.File{os.NewFile(uintptr(dup), "copy")}
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(dup)
+		t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+		return fd, child
+	}
+	free := func() bool {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil
+	}
+	fd, child := hold()
+	unix.Close(fd)
+	if free() {
+		t.Fatal("control: the lock was free after a plain close while the child held a copy; the test shows nothing here")
+	}
+	child.Process.Kill()
+	child.Wait()
+	fd, _ = hold()
+	unlockClose(fd)
+	if !free() {
+		t.Error("after unlockClose the lock is still held by the child's copy")
 	}
 }

@@ -150,7 +150,7 @@ func (s *Store) Use(ctx context.Context, ids []string, u User) (release func(), 
 	var taken []string
 	release = func() {
 		for _, fd := range fds {
-			unix.Close(fd)
+			unlockClose(fd)
 		}
 		s.ws.mu.Lock()
 		for _, id := range taken {
@@ -274,7 +274,7 @@ func (s *Store) change(ctx context.Context, id, action string) (release func(), 
 		}
 		return nil, err
 	}
-	return func() { unix.Close(fd); unchange() }, nil
+	return func() { unlockClose(fd); unchange() }, nil
 }
 
 // dropWorkspaceLock removes a discarded workspace's lock file while its change
