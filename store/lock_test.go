@@ -104,12 +104,15 @@ func TestUnlockCloseWhileAChildHoldsACopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Closed through its *os.File, whose finalizer would otherwise close
+		// the number again later, when another test may hold it.
+		copied := os.NewFile(uintptr(dup), "copy")
+		defer copied.Close()
 		child := exec.Command("sleep", "30")
-		child.ExtraFiles = []*os.File{os.NewFile(uintptr(dup), "copy")}
+		child.ExtraFiles = []*os.File{copied}
 		if err := child.Start(); err != nil {
 			t.Fatal(err)
 		}
-		unix.Close(dup)
 		t.Cleanup(func() { child.Process.Kill(); child.Wait() })
 		return fd, child
 	}
