@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/autobox-dev/autobox/internal/procfs"
-	"github.com/autobox-dev/autobox/jail/wire"
 )
 
 // A Pool puts each launcher in a memory cgroup of its own, below this process's own,
@@ -84,13 +83,6 @@ var probeCgroups = sync.OnceValue(func() *memCgroups {
 	return nil
 })
 
-// cgroupPrefix starts the name of every cgroup this process makes: it names the
-// process, so that a later one can tell a cgroup whose owner is gone (see
-// sweepStale). The "p" keeps it apart from names without an owner.
-func cgroupPrefix(pid int) string { return fmt.Sprintf("%s%d-", wire.CgroupPrefix, pid) }
-
-func cgroupName() string { return cgroupPrefix(os.Getpid()) + uuid.NewString() }
-
 // sweepStale removes the cgroups that autobox processes which are gone left in
 // base (a server killed with SIGKILL cannot remove its own), killing whatever
 // still runs in them first: nothing autobox makes may outlive it.
@@ -99,29 +91,6 @@ func (c *memCgroups) sweepStale() {
 		g := &memCgroup{memCgroups: c, dir: dir}
 		g.kill()
 	})
-}
-
-// sweepStaleCgroups kills (with kill) and removes the cgroups in base whose
-// maker, named in the cgroup's name (see cgroupPrefix), is gone.
-func sweepStaleCgroups(base string, kill func(dir string)) {
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), wire.CgroupPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		owner, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(owner)
-		if err != nil || pid <= 0 || procfs.Running(pid) {
-			continue // another naming (a probe), or its owner still runs
-		}
-		dir := filepath.Join(base, e.Name())
-		kill(dir)
-		removeCgroupDir(dir)
-	}
 }
 
 // memCgroup is one launcher's cgroup.

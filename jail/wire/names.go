@@ -15,9 +15,10 @@ const NoNamespacesEnv = "AUTOBOX_NO_NAMESPACES"
 const ProxyPort = 3128
 
 // CgroupPrefix starts the name of every cgroup a server makes, followed by its
-// pid, a dash and a uuid (autobox-p<pid>-<uuid>): the server sweeps a gone
-// owner's by it, and a launcher knows its tree's own cgroups by it (the view
-// it shows a command of them).
+// pid, its pid namespace's inode and a uuid (autobox-p<pid>-n<inode>-<uuid>):
+// a server of the same pid namespace sweeps a gone owner's by it, and a
+// launcher knows its tree's own cgroups by it (the view it shows a command of
+// them).
 const CgroupPrefix = "autobox-p"
 
 // TmpDirName is the directory of the scratch dir (Sandbox.Tmp) that a private
