@@ -168,9 +168,12 @@ func TestSessionFlood(t *testing.T) {
 	}
 	// A flood of a known size, that ends: its first answer (full at once)
 	// shows the flood under way; the session listed as ended shows that the
-	// server has read all of it. Unread, 46 MB of it would be in the server's
-	// memory; dropped, none is.
-	const flood = 48_000_000
+	// server has read all of it. Unread, 90 MB of it would be in the server's
+	// memory; dropped, none is, though what the server read and let go is
+	// garbage until its collector runs, which a loaded machine puts off (the
+	// heap's growth is bounded by what it holds live, not by the flood: 18 MB
+	// was seen with 48 MB of flood).
+	const flood = 96_000_000
 	o := s.startSession(map[string]any{"command": bash(fmt.Sprintf("yes flood | head -c %d", flood)), "timeoutMs": 120000, "yieldMs": 30000})
 	if !o.Running || o.Stdout == "" {
 		t.Fatalf("the flood's first answer: running %v, %d bytes of stdout", o.Running, len(o.Stdout))
@@ -178,7 +181,7 @@ func TestSessionFlood(t *testing.T) {
 	before := rss()
 	s.awaitListed(o.SessionID, "ended")
 	after := rss()
-	if after > before+16 {
+	if after > before+40 {
 		t.Errorf("server RSS grew from %d MB to %d MB while the flood went unread", before, after)
 	}
 	p, _ := s.sess(map[string]any{"sessionId": o.SessionID, "action": "poll", "yieldMs": 0})
